@@ -1,0 +1,59 @@
+"""The definition of an Arena environment: its scene's assets, optional embodiment and task, placement."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from isaaclab_arena.assets.asset import PlaceableAsset
+from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+
+
+@dataclass
+class IsaacLabArenaEnvironment:
+    """What an ``ArenaEnvBuilder`` turns into an Isaac Lab manager-based env.
+
+    Attributes:
+        name: Environment name (gym id suffix).
+        assets: Every asset of the scene: backgrounds, objects, object references, object sets.
+        embodiment: Optional robot embodiment (later issue).
+        task: Optional task (later issue).
+        placer_params: Placement settings (seed, pool size, checks, solver).
+        placement_layouts: Recorded layouts to replay instead of solving (``PlacementLayouts``).
+        env_spacing: Distance between env origins, metres.
+        physics: Physics preset name the env prefers (None: the builder's default).
+    """
+
+    name: str
+    assets: list[PlaceableAsset] = field(default_factory=list)
+    embodiment: Any = None
+    task: Any = None
+    placer_params: ObjectPlacerParams = field(default_factory=ObjectPlacerParams)
+    placement_layouts: Any = None
+    env_spacing: float | None = None
+    physics: str | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"IsaacLabArenaEnvironment.name must be a non-empty string, got {self.name!r}")
+        seen: set[str] = set()
+        for asset in self.assets:
+            if not isinstance(asset, PlaceableAsset):
+                raise TypeError(f"environment '{self.name}': assets must be placeable assets, got {asset!r}")
+            if asset.name in seen:
+                raise ValueError(f"environment '{self.name}': duplicate asset name '{asset.name}'")
+            seen.add(asset.name)
+
+    def get_asset(self, name: str) -> PlaceableAsset:
+        for asset in self.assets:
+            if asset.name == name:
+                return asset
+        raise KeyError(f"environment '{self.name}' has no asset '{name}'; assets: {[a.name for a in self.assets]}")
+
+    def get_placement_assets(self) -> list[PlaceableAsset]:
+        """Anchors and relation-placed assets (the assets the placer reads)."""
+        return [a for a in self.assets if a.is_anchor or a.has_placement_relations]
+
+    def get_placed_assets(self) -> list[PlaceableAsset]:
+        """Assets whose poses the placer writes (non-anchor, relation-placed)."""
+        return [a for a in self.assets if a.has_placement_relations]

@@ -1,0 +1,83 @@
+"""Settings of the object placer and the pooled placer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
+
+
+@dataclass
+class ReachabilityConfig:
+    """IK reachability settings (used by ``ik_reachable`` when an embodiment has a cuRobo config)."""
+
+    embodiment: object | None = None
+    grasp_z_offset_m: float = 0.02
+    ik_position_threshold_m: float = 0.01
+    ik_rotation_threshold_rad: float = 0.1
+
+
+@dataclass
+class ObjectPlacerParams:
+    """Placer settings.
+
+    Attributes:
+        solver_params: Solver settings.
+        random_yaw_init: Draw a uniform [-pi, pi) yaw about world Z for every non-anchor (not optimised).
+        max_placement_attempts: Candidates solved and ranked per result; also caps pool refill batches.
+        apply_positions_to_objects: Write solved poses back to the objects (single-env use).
+        verbose: Print progress and validation failures.
+        placement_seed: Seed of placement randomness; None uses the current RNG state.
+        on_relation_z_tolerance_m: Valid On Z band is (top - tol, top + clearance_m + tol], metres.
+        resolve_on_reset: Draw a fresh pooled layout at every reset.
+        min_unique_layouts_per_env: The pool stores this many layouts per env.
+        allow_best_loss_fallbacks: Fill slots with best-ranked failing candidates when valid ones run out.
+        enabled_checks: Checks that run; None runs every registered check.
+        required_checks: Checks that must pass; None requires every enabled check.
+        reachability_config: IK settings.
+        debug_visualize: Open the debug viewer.
+        debug_visualize_output_path: Write the debug recording here (headless runs).
+    """
+
+    solver_params: RelationSolverParams = field(default_factory=RelationSolverParams)
+    random_yaw_init: bool = False
+    max_placement_attempts: int = 10
+    apply_positions_to_objects: bool = True
+    verbose: bool = False
+    placement_seed: int | None = None
+    on_relation_z_tolerance_m: float = 5e-3
+    resolve_on_reset: bool = True
+    min_unique_layouts_per_env: int = 5
+    allow_best_loss_fallbacks: bool = True
+    enabled_checks: list[str] | None = None
+    required_checks: list[str] | None = None
+    reachability_config: ReachabilityConfig = field(default_factory=ReachabilityConfig)
+    debug_visualize: bool = False
+    debug_visualize_output_path: str | None = None
+
+    def __post_init__(self):
+        import math
+
+        for name in ("max_placement_attempts", "min_unique_layouts_per_env"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ValueError(f"ObjectPlacerParams.{name} must be a positive integer, got {v!r}")
+        if self.placement_seed is not None and (isinstance(self.placement_seed, bool) or not isinstance(self.placement_seed, int)):
+            raise ValueError(f"ObjectPlacerParams.placement_seed must be an integer or None, got {self.placement_seed!r}")
+        v = self.on_relation_z_tolerance_m
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"ObjectPlacerParams.on_relation_z_tolerance_m must be a finite number >= 0, got {v!r}")
+        for name in ("random_yaw_init", "apply_positions_to_objects", "verbose", "resolve_on_reset",
+                     "allow_best_loss_fallbacks", "debug_visualize"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"ObjectPlacerParams.{name} must be true or false, got {getattr(self, name)!r}")
+        for name in ("enabled_checks", "required_checks"):
+            v = getattr(self, name)
+            if v is not None:
+                if isinstance(v, str) or not all(isinstance(c, str) for c in v):
+                    raise ValueError(f"ObjectPlacerParams.{name} must be a list of check names, got {v!r}")
+                setattr(self, name, list(v))
+        if self.enabled_checks is not None and self.required_checks is not None:
+            extra = sorted(set(self.required_checks) - set(self.enabled_checks))
+            if extra:
+                raise ValueError(f"ObjectPlacerParams.required_checks {extra} are not in enabled_checks {self.enabled_checks}")

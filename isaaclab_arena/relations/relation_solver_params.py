@@ -1,0 +1,73 @@
+"""Settings of the relation solver (lengths in metres)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from isaaclab_arena.assets.collision_mode import CollisionMode
+from isaaclab_arena.relations.optimization.losses.relation_loss_strategies import default_strategies
+
+
+@dataclass
+class RelationSolverParams:
+    """Solver settings.
+
+    Attributes:
+        max_iters: Iteration cap per candidate (>= 0).
+        checkpoint_iters: Cumulative iteration counts where a solve may be inspected or stopped; positive,
+            strictly increasing, unique; capped by ``max_iters`` in ``get_checkpoints()``.
+        lr: Optimiser learning rate (metres per step scale).
+        convergence_threshold: A candidate stops once its loss is below this.
+        verbose: Print progress and final loss.
+        profile: Print wall time, batch size, pair count and ms/iter.
+        save_position_history: Keep position snapshots every 10 iterations.
+        collision_mode: Default no-overlap geometry (``bbox`` or ``mesh``).
+        num_spheres: Spheres per object in MESH mode.
+        clearance_m: Pairwise clearance between non-anchor objects (>= 0).
+        strategies: Relation class -> loss strategy; an unregistered relation type raises ``ValueError``.
+    """
+
+    max_iters: int = 600
+    checkpoint_iters: tuple[int, ...] = (25, 50, 100, 200, 400, 600)
+    lr: float = 0.01
+    convergence_threshold: float = 1e-4
+    verbose: bool = True
+    profile: bool = False
+    save_position_history: bool = False
+    collision_mode: CollisionMode = CollisionMode.BBOX
+    num_spheres: int = 30
+    clearance_m: float = 0.01
+    strategies: dict = field(default_factory=default_strategies)
+
+    def __post_init__(self):
+        import math
+
+        if isinstance(self.collision_mode, str):
+            try:
+                self.collision_mode = CollisionMode(self.collision_mode.lower())
+            except ValueError:
+                raise ValueError(f"RelationSolverParams.collision_mode={self.collision_mode!r}; accepted: 'bbox', 'mesh'") from None
+        if isinstance(self.max_iters, bool) or not isinstance(self.max_iters, int) or self.max_iters < 0:
+            raise ValueError(f"RelationSolverParams.max_iters must be an integer >= 0, got {self.max_iters!r}")
+        cps = tuple(self.checkpoint_iters)
+        if not cps or any(not isinstance(c, int) or c <= 0 for c in cps) or any(b <= a for a, b in zip(cps, cps[1:])):
+            raise ValueError(f"RelationSolverParams.checkpoint_iters must be positive, strictly increasing and unique, got {cps!r}")
+        self.checkpoint_iters = cps
+        for name in ("lr", "convergence_threshold", "clearance_m"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"RelationSolverParams.{name} must be a finite number >= 0, got {v!r}")
+        if isinstance(self.num_spheres, bool) or not isinstance(self.num_spheres, int) or self.num_spheres <= 0:
+            raise ValueError(f"RelationSolverParams.num_spheres must be a positive integer, got {self.num_spheres!r}")
+
+    def get_checkpoints(self) -> tuple[int, ...]:
+        """Checkpoints capped by ``max_iters`` (``max_iters`` itself is always the last one)."""
+        cps = [c for c in self.checkpoint_iters if c < self.max_iters]
+        return tuple(cps + [self.max_iters]) if self.max_iters > 0 else ()
+
+    def strategy_for(self, relation_type: type):
+        try:
+            return self.strategies[relation_type]
+        except KeyError:
+            raise ValueError(f"no loss strategy registered for {relation_type.__name__}; add one to "
+                             "RelationSolverParams.strategies") from None

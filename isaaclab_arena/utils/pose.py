@@ -1,0 +1,108 @@
+"""Rigid poses: position in metres, rotation as an (x, y, z, w) unit quaternion (Isaac Lab's convention)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+
+def _check_finite(values, what: str) -> None:
+    for v in values:
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(float(v)):
+            raise ValueError(f"{what} must be finite numbers, got {list(values)!r}")
+
+
+def quat_multiply(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, float, float, float]:
+    """Hamilton product a * b of two xyzw quaternions."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return (
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    )
+
+
+def quat_rotate(q: tuple[float, ...], v: tuple[float, ...]) -> tuple[float, float, float]:
+    """Rotates vector v by the xyzw quaternion q."""
+    qx, qy, qz, qw = q
+    vx, vy, vz = v
+    # t = 2 * cross(q.xyz, v)
+    tx = 2.0 * (qy * vz - qz * vy)
+    ty = 2.0 * (qz * vx - qx * vz)
+    tz = 2.0 * (qx * vy - qy * vx)
+    return (
+        vx + qw * tx + (qy * tz - qz * ty),
+        vy + qw * ty + (qz * tx - qx * tz),
+        vz + qw * tz + (qx * ty - qy * tx),
+    )
+
+
+def quat_from_euler_xyz(roll_rad: float, pitch_rad: float, yaw_rad: float) -> tuple[float, float, float, float]:
+    """xyzw quaternion of extrinsic X (roll), then Y (pitch), then Z (yaw) rotations, radians."""
+    cr, sr = math.cos(roll_rad / 2), math.sin(roll_rad / 2)
+    cp, sp = math.cos(pitch_rad / 2), math.sin(pitch_rad / 2)
+    cy, sy = math.cos(yaw_rad / 2), math.sin(yaw_rad / 2)
+    return (
+        sr * cp * cy - cr * sp * sy,
+        cr * sp * cy + sr * cp * sy,
+        cr * cp * sy - sr * sp * cy,
+        cr * cp * cy + sr * sp * sy,
+    )
+
+
+@dataclass(frozen=True)
+class Pose:
+    """A rigid pose in a stated frame (env-local world unless said otherwise).
+
+    Attributes:
+        position_xyz: Translation in metres.
+        rotation_xyzw: Unit quaternion (x, y, z, w); identity is (0, 0, 0, 1).
+    """
+
+    position_xyz: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    rotation_xyzw: tuple[float, float, float, float] = field(default=(0.0, 0.0, 0.0, 1.0))
+
+    def __post_init__(self):
+        pos = tuple(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for v in self.position_xyz)
+        rot = tuple(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for v in self.rotation_xyzw)
+        if len(pos) != 3:
+            raise ValueError(f"Pose.position_xyz needs 3 values (metres), got {len(pos)}: {pos!r}")
+        if len(rot) != 4:
+            raise ValueError(f"Pose.rotation_xyzw needs 4 values (x, y, z, w), got {len(rot)}: {rot!r}")
+        _check_finite(pos, "Pose.position_xyz")
+        _check_finite(rot, "Pose.rotation_xyzw")
+        norm = math.sqrt(sum(v * v for v in rot))
+        if abs(norm - 1.0) > 1e-4:
+            raise ValueError(f"Pose.rotation_xyzw must be a unit quaternion (x, y, z, w), got norm {norm:.6f}: {rot!r}")
+        object.__setattr__(self, "position_xyz", pos)
+        object.__setattr__(self, "rotation_xyzw", tuple(v / norm for v in rot))
+
+    @staticmethod
+    def identity() -> "Pose":
+        return Pose()
+
+    def compose(self, child: "Pose") -> "Pose":
+        """Returns self * child: the child pose (expressed in this pose's frame) in this pose's parent frame."""
+        p = quat_rotate(self.rotation_xyzw, child.position_xyz)
+        pos = tuple(a + b for a, b in zip(self.position_xyz, p))
+        return Pose(pos, quat_multiply(self.rotation_xyzw, child.rotation_xyzw))
+
+    def yaw_rad(self) -> float:
+        """Heading about world Z in radians (exact for upright rotations)."""
+        x, y, z, w = self.rotation_xyzw
+        return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+    def is_upright_quarter_turn(self, atol_rad: float = 1e-3) -> bool:
+        """True when the rotation is a multiple of 90 degrees about world Z with no tilt."""
+        x, y, _, _ = self.rotation_xyzw
+        tilt = 2.0 * math.asin(min(1.0, math.sqrt(x * x + y * y)))
+        if tilt > atol_rad:
+            return False
+        yaw = self.yaw_rad()
+        quarter = round(yaw / (math.pi / 2)) * (math.pi / 2)
+        return abs(yaw - quarter) <= atol_rad
+
+    def to_dict(self) -> dict:
+        return {"position_xyz": list(self.position_xyz), "rotation_xyzw": list(self.rotation_xyzw)}

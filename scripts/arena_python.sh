@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs the project's Python 3.12 environment (created on first use, reused after), from the repo root.
+# Usage: scripts/arena_python.sh <python args...>
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+py=$("$repo/scripts/ensure_env.sh" | tail -n 1)
+cd "$repo"
+export PYTHONUNBUFFERED=1
+exec "$py" "$@"
