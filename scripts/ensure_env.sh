@@ -23,7 +23,7 @@ if [ ! -f "$venv/.complete" ]; then
   touch "$venv/.complete"
 fi
 # The package itself is installed editable from this checkout each time (cheap, keeps clones honest).
-if ! (cd / && "$venv/bin/python" -c "import isaaclab_arena, os, sys; sys.exit(0 if os.path.dirname(os.path.dirname(isaaclab_arena.__file__)) == '$repo' else 1)") >/dev/null 2>&1; then
+if ! (cd / && "$venv/bin/python" -c "import isaaclab_arena, isaaclab_arena_environments, isaaclab_arena_curobo, os, sys; sys.exit(0 if os.path.dirname(os.path.dirname(isaaclab_arena.__file__)) == '$repo' else 1)") >/dev/null 2>&1; then
   "$venv/bin/python" -m pip install -q --no-deps --no-build-isolation -e "$repo" >&2
 fi
 echo "$venv/bin/python"

@@ -104,6 +104,10 @@ def _check_anchor(asset, rels, where) -> None:
                                        f"{type(rel).__name__}; remove IsAnchor() or the relation")
     pose = anchor_pose_for_restriction(asset)
     if pose is None:
+        if isinstance(asset, ObjectReference):
+            raise PlacementConfigError(f"{where(asset, anchor_rel)}: its parent '{asset.parent_asset.name}' has no "
+                                       "initial pose, so the anchor's pose is unknown; call "
+                                       "set_initial_pose(Pose(...)) on the parent")
         raise PlacementConfigError(f"{where(asset, anchor_rel)}: an anchor needs a fixed initial pose; call "
                                    "set_initial_pose(Pose(...)) (YAML: params.initial_pose, identity when omitted)")
     if not pose.is_upright_quarter_turn():

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from isaaclab_arena.assets.collision_mode import CollisionMode
-from isaaclab_arena.relations.optimization.losses.relation_loss_strategies import default_strategies
+from isaaclab_arena.relations.optimization.losses.relation_loss_strategies import (
+    NoCollisionLossStrategy,
+    default_strategies,
+)
 
 
 @dataclass
@@ -25,6 +28,12 @@ class RelationSolverParams:
         num_spheres: Spheres per object in MESH mode.
         clearance_m: Pairwise clearance between non-anchor objects (>= 0).
         strategies: Relation class -> loss strategy; an unregistered relation type raises ``ValueError``.
+        collision_strategy: Slope of the pairwise no-overlap penalty.
+        beta1, beta2, eps: Adam moment decay rates and denominator guard of the per-candidate optimiser.
+        penalty_margin_m: Extra depth (metres) the penalised terms push past their limit, so that a
+            candidate's exit test (every violation <= 0) fires after a finite number of steps.
+        init_attempts: Initial samples drawn per object (the first one that is free of overlap with the
+            objects placed before it is kept, else the least overlapping one).
     """
 
     max_iters: int = 600
@@ -38,6 +47,12 @@ class RelationSolverParams:
     num_spheres: int = 30
     clearance_m: float = 0.01
     strategies: dict = field(default_factory=default_strategies)
+    collision_strategy: NoCollisionLossStrategy = field(default_factory=NoCollisionLossStrategy)
+    beta1: float = 0.5
+    beta2: float = 0.99
+    eps: float = 1e-8
+    penalty_margin_m: float = 1e-3
+    init_attempts: int = 8
 
     def __post_init__(self):
         import math
@@ -57,6 +72,19 @@ class RelationSolverParams:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"RelationSolverParams.{name} must be a finite number >= 0, got {v!r}")
+        for name in ("beta1", "beta2"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 1.0:
+                raise ValueError(f"RelationSolverParams.{name} must be a number in [0, 1), got {v!r}")
+        for name in ("eps", "penalty_margin_m"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"RelationSolverParams.{name} must be a finite number >= 0, got {v!r}")
+        if isinstance(self.init_attempts, bool) or not isinstance(self.init_attempts, int) or self.init_attempts <= 0:
+            raise ValueError(f"RelationSolverParams.init_attempts must be a positive integer, got {self.init_attempts!r}")
+        if not isinstance(self.collision_strategy, NoCollisionLossStrategy):
+            raise ValueError("RelationSolverParams.collision_strategy must be a NoCollisionLossStrategy, got "
+                             f"{self.collision_strategy!r}")
         if isinstance(self.num_spheres, bool) or not isinstance(self.num_spheres, int) or self.num_spheres <= 0:
             raise ValueError(f"RelationSolverParams.num_spheres must be a positive integer, got {self.num_spheres!r}")
 

@@ -1,0 +1,124 @@
+"""YAML loading that remembers where every mapping, key and list item was written (1-based lines).
+
+``load_yaml_with_lines(text)`` returns plain Python data whose mappings are ``LineDict`` and whose lists
+are ``LineList``: ordinary ``dict`` / ``list`` subclasses that also carry ``line`` (where the node starts),
+``key_lines`` (key -> line of the key) and ``item_lines`` (line of each item). Duplicate keys in one
+mapping are an error (plain PyYAML silently keeps the last one). Scalars follow YAML 1.1 as PyYAML does,
+so an unquoted ``on`` / ``off`` / ``yes`` / ``no`` reads as a boolean.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator
+
+import yaml
+from yaml.constructor import ConstructorError
+
+
+class LineDict(dict):
+    """A mapping with ``line`` (start of the mapping) and ``key_lines`` (key -> line of that key)."""
+
+    line: int | None = None
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.key_lines: dict = {}
+
+    def line_of(self, key) -> int | None:
+        return self.key_lines.get(key, self.line)
+
+
+class LineList(list):
+    """A list with ``line`` (start of the list) and ``item_lines`` (line of each item)."""
+
+    line: int | None = None
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.item_lines: list[int] = []
+
+    def line_of(self, index: int) -> int | None:
+        return self.item_lines[index] if 0 <= index < len(self.item_lines) else self.line
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader whose mappings and sequences record their lines."""
+
+
+def _construct_map(loader: _LineLoader, node: yaml.MappingNode) -> Iterator[LineDict]:
+    data = LineDict()
+    data.line = node.start_mark.line + 1
+    yield data
+    loader.flatten_mapping(node)
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise ConstructorError("while constructing a mapping", node.start_mark,
+                                   "found an unhashable key", key_node.start_mark) from None
+        if key in data:
+            raise ConstructorError("while constructing a mapping", node.start_mark,
+                                   f"found duplicate key {key!r} (first at line {data.key_lines[key]})",
+                                   key_node.start_mark)
+        data[key] = loader.construct_object(value_node, deep=True)
+        data.key_lines[key] = key_node.start_mark.line + 1
+
+
+def _construct_seq(loader: _LineLoader, node: yaml.SequenceNode) -> Iterator[LineList]:
+    data = LineList()
+    data.line = node.start_mark.line + 1
+    data.item_lines = [child.start_mark.line + 1 for child in node.value]
+    yield data
+    data.extend(loader.construct_object(child, deep=True) for child in node.value)
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+_LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+
+
+def load_yaml_with_lines(text: str) -> Any:
+    """Parses one YAML document; raises ``yaml.YAMLError`` (with a problem mark) for invalid YAML."""
+    return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+def yaml_error_line(err: yaml.YAMLError) -> int | None:
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    return mark.line + 1 if mark is not None else None
+
+
+def line_of(container: Any, key) -> int | None:
+    """Line of ``container[key]`` when ``container`` came from ``load_yaml_with_lines``, else None."""
+    fn = getattr(container, "line_of", None)
+    return fn(key) if fn is not None else None
+
+
+def start_line(container: Any) -> int | None:
+    return getattr(container, "line", None)
+
+
+def find_non_finite(data: Any, path: str = "") -> tuple[str, Any, int | None] | None:
+    """The first NaN or infinite number in ``data``: ``(key path, value, line)``, or None."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return path, data, None
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found = find_non_finite(value, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found[0], found[1], found[2] if found[2] is not None else line_of(data, key)
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            found = find_non_finite(value, f"{path}[{i}]")
+            if found is not None:
+                return found[0], found[1], found[2] if found[2] is not None else line_of(data, i)
+    return None
+
+
+def to_plain(data: Any) -> Any:
+    """``data`` with ``LineDict`` / ``LineList`` / tuples turned into plain dicts and lists (for dumping)."""
+    if isinstance(data, dict):
+        return {k: to_plain(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [to_plain(v) for v in data]
+    return data

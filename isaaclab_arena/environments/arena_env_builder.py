@@ -1,0 +1,353 @@
+"""ArenaEnvBuilder: compiles an ``IsaacLabArenaEnvironment`` into an Isaac Lab manager-based RL env config.
+
+The scene holds a ground plane (shipped local USD), a dome light, and one entity per asset
+(``{ENV_REGEX_NS}/<name>``). One reset event term (:class:`ArenaPoseResetTerm`) writes env-local root poses
+(+ env origins) of every rigid object that has a pose: fixed-pose objects get their ``initial_pose``;
+relation-placed objects get the next layout of their env's partition in the placement pool (or the replay
+queue when recorded layouts are given).
+
+Usage (kit-less, CPU)::
+
+    builder = ArenaEnvBuilder(arena_env, ArenaEnvBuilderCfg(num_envs=4))
+    env_cfg = builder.compose_manager_cfg()
+    with launch_simulation(env_cfg, {"headless": True, "device": "cpu"}):
+        env = builder.make_registered(env_cfg)
+        env.reset()
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+import isaaclab.sim as sim_utils
+from isaaclab.assets import AssetBaseCfg
+from isaaclab.envs import ManagerBasedRLEnvCfg
+from isaaclab.envs import mdp
+from isaaclab.managers import EventTermCfg, TerminationTermCfg
+from isaaclab.scene import InteractiveSceneCfg
+from isaaclab.utils import configclass
+
+from isaaclab_arena.assets.asset import Object, PlaceableAsset
+from isaaclab_arena.assets.object_reference import ObjectReference
+from isaaclab_arena.assets.object_set import RigidObjectSet
+from isaaclab_arena.assets.object_type import ObjectType
+from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
+from isaaclab_arena.environments.physics import PHYSICS_CHOICES, make_physics_cfg
+from isaaclab_arena.environments.reset_events import (
+    ArenaPoseResetTerm,
+    CombinedPoseSource,
+    FixedPoseSource,
+    register_pose_source,
+)
+from isaaclab_arena.environments.scene_entities import ExplicitCloneAssignment, entity_cfg
+from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+from isaaclab_arena.utils.pose import Pose
+
+logger = logging.getLogger(__name__)
+
+_REPO_GROUND = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                            "isaaclab_arena_environments", "assets", "usd", "ground_plane.usda")
+
+
+@dataclass
+class ArenaEnvBuilderCfg:
+    """Builder settings.
+
+    Attributes:
+        num_envs: Parallel environments (> 0).
+        env_spacing: Distance between env origins, metres; None uses the environment's value, else 30.0.
+        device: Torch / simulation device (``cpu`` or ``cuda:0``).
+        physics: ``ovphysx`` (default), ``newton_mjwarp`` or ``isaacsim_physx``; None uses the environment's
+            preference, else ``ovphysx``.
+        seed: Simulation seed (independent of placement).
+        placement_seed: Placement seed; overrides ``placer_params.placement_seed`` when not None.
+        solve_relations: False skips the solver: objects keep their initial poses.
+        resolve_on_reset: Overrides ``placer_params.resolve_on_reset`` when not None.
+        placement_layouts_path: Recorded layouts (JSONL) to replay instead of solving.
+        output_dir: Where diagnostics and pictures go.
+        episode_length_s: Episode length before a time-out reset, seconds.
+        sim_dt: Physics time step, seconds.
+        decimation: Physics steps per env step.
+        gym_id: Gym id to register; None uses the environment's name.
+    """
+
+    num_envs: int = 1
+    env_spacing: float | None = None
+    device: str = "cpu"
+    physics: str | None = None
+    seed: int = 42
+    placement_seed: int | None = None
+    solve_relations: bool = True
+    resolve_on_reset: bool | None = None
+    placement_layouts_path: str | None = None
+    output_dir: str | None = None
+    episode_length_s: float = 5.0
+    sim_dt: float = 1.0 / 120.0
+    decimation: int = 2
+    gym_id: str | None = None
+
+    def __post_init__(self):
+        if isinstance(self.num_envs, bool) or not isinstance(self.num_envs, int) or self.num_envs <= 0:
+            raise ValueError(f"ArenaEnvBuilderCfg.num_envs must be a positive integer, got {self.num_envs!r}")
+        if self.env_spacing is not None and (not math.isfinite(float(self.env_spacing)) or self.env_spacing < 0):
+            raise ValueError(f"ArenaEnvBuilderCfg.env_spacing must be a finite number >= 0 (metres), got {self.env_spacing!r}")
+        if self.physics is not None and self.physics not in PHYSICS_CHOICES:
+            raise ValueError(f"ArenaEnvBuilderCfg.physics={self.physics!r} is not accepted; use one of {PHYSICS_CHOICES}")
+        for name in ("seed",):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError(f"ArenaEnvBuilderCfg.{name} must be an integer, got {v!r}")
+        if self.placement_seed is not None and (isinstance(self.placement_seed, bool) or not isinstance(self.placement_seed, int)):
+            raise ValueError(f"ArenaEnvBuilderCfg.placement_seed must be an integer or None, got {self.placement_seed!r}")
+        if self.decimation < 1 or self.sim_dt <= 0 or self.episode_length_s <= 0:
+            raise ValueError("ArenaEnvBuilderCfg: decimation >= 1, sim_dt > 0 and episode_length_s > 0 are required")
+
+
+# ---- manager-based env config -----------------------------------------------------------------------------------
+@configclass
+class ArenaSceneCfg(InteractiveSceneCfg):
+    """Scene entities are set on the instance by the builder (ground first, light last)."""
+
+
+@configclass
+class ArenaEmptyCfg:
+    pass
+
+
+@configclass
+class ArenaEventsCfg:
+    pass
+
+
+@configclass
+class ArenaTerminationsCfg:
+    time_out = TerminationTermCfg(func=mdp.time_out, time_out=True)
+
+
+@configclass
+class ArenaEnvCfg(ManagerBasedRLEnvCfg):
+    """Manager-based RL env config composed by :class:`ArenaEnvBuilder` (no actions/observations/rewards of
+    its own; an embodiment or task adds them)."""
+
+    scene: ArenaSceneCfg = ArenaSceneCfg(num_envs=1, env_spacing=30.0)
+    actions: ArenaEmptyCfg = ArenaEmptyCfg()
+    observations: ArenaEmptyCfg = ArenaEmptyCfg()
+    events: ArenaEventsCfg = ArenaEventsCfg()
+    rewards: ArenaEmptyCfg = ArenaEmptyCfg()
+    terminations: ArenaTerminationsCfg = ArenaTerminationsCfg()
+    episode_length_s: float = 5.0
+
+
+def _pose_row(pose: Pose) -> list[float]:
+    return [*pose.position_xyz, *pose.rotation_xyzw]
+
+
+class ArenaEnvBuilder:
+    """Compiles an :class:`IsaacLabArenaEnvironment` into an Isaac Lab env (see module docstring).
+
+    Attributes:
+        arena_env: The environment definition (settable before :meth:`compose_manager_cfg`).
+        cfg: Builder settings.
+        placer_params: Effective placer settings (environment's, with builder overrides applied).
+        member_indices: ``{set name: [member index per env]}`` for every RigidObjectSet.
+        pose_source: What the reset term draws poses from (after :meth:`compose_manager_cfg`).
+        placer: The pooled placer, when relations are solved.
+        env: The created env (after :meth:`make_registered`).
+    """
+
+    def __init__(self, arena_env: IsaacLabArenaEnvironment, cfg: ArenaEnvBuilderCfg | None = None):
+        if not isinstance(arena_env, IsaacLabArenaEnvironment):
+            raise TypeError(f"ArenaEnvBuilder needs an IsaacLabArenaEnvironment, got {arena_env!r}")
+        self.arena_env = arena_env
+        self.cfg = cfg or ArenaEnvBuilderCfg()
+        self.placer = None
+        self.pose_source = None
+        self.pose_source_key: str | None = None
+        self.member_indices: dict[str, list[int]] = {}
+        self.env = None
+        self.env_cfg = None
+
+    # ---- settings --------------------------------------------------------------------------------------------
+    @property
+    def physics(self) -> str:
+        return self.cfg.physics or self.arena_env.physics or "ovphysx"
+
+    @property
+    def env_spacing(self) -> float:
+        if self.cfg.env_spacing is not None:
+            return float(self.cfg.env_spacing)
+        return float(self.arena_env.env_spacing) if self.arena_env.env_spacing is not None else 30.0
+
+    @property
+    def placer_params(self) -> ObjectPlacerParams:
+        params = self.arena_env.placer_params or ObjectPlacerParams()
+        overrides = {}
+        if self.cfg.placement_seed is not None:
+            overrides["placement_seed"] = self.cfg.placement_seed
+        if self.cfg.resolve_on_reset is not None:
+            overrides["resolve_on_reset"] = self.cfg.resolve_on_reset
+        return dataclasses.replace(params, **overrides) if overrides else params
+
+    @property
+    def gym_id(self) -> str:
+        return self.cfg.gym_id or self.arena_env.name
+
+    # ---- composition -----------------------------------------------------------------------------------------
+    def _check_assets(self) -> None:
+        for asset in self.arena_env.assets:
+            if isinstance(asset, ObjectReference):
+                asset.get_bounding_box()  # reads the prim from the parent USD; names the missing prim
+                if asset.parent_asset not in self.arena_env.assets:
+                    raise ValueError(f"ObjectReference '{asset.name}': its parent '{asset.parent_asset.name}' is not "
+                                     f"an asset of environment '{self.arena_env.name}'")
+
+    def _assign_members(self) -> None:
+        seed = self.placer_params.placement_seed
+        self.member_indices = {a.name: a.member_indices_per_env(self.cfg.num_envs, seed)
+                               for a in self.arena_env.assets if isinstance(a, RigidObjectSet)}
+        if self.member_indices and self.physics == "newton_mjwarp":
+            logger.warning("RigidObjectSet under newton_mjwarp: Newton does not honour per-env colliders of a "
+                           "multi-asset spawner (measured); rest heights will not match the solved geometry. "
+                           "Use physics='ovphysx'.")
+
+    def _rigid_assets(self) -> list[Object]:
+        return [a for a in self.arena_env.assets if isinstance(a, Object) and not isinstance(a, ObjectReference)
+                and a.object_type == ObjectType.RIGID]
+
+    def _placed_names(self) -> list[str]:
+        return [a.name for a in self._rigid_assets() if a.has_placement_relations]
+
+    def _replay_layouts(self):
+        """The recorded layouts to replay (validated), or None when placement is solved."""
+        layouts, path = self.arena_env.placement_layouts, self.cfg.placement_layouts_path
+        if layouts is None and path is None:
+            return None
+        from isaaclab_arena.relations.placement_replay import check_replay_configuration
+
+        env_params = self.arena_env.placer_params
+        return check_replay_configuration(
+            layouts, assets=self.arena_env.assets, layouts_path=path, embodiment=self.arena_env.embodiment,
+            resolve_on_reset={"--resolve_on_reset / ArenaEnvBuilderCfg.resolve_on_reset": self.cfg.resolve_on_reset,
+                              "placer_params.resolve_on_reset": env_params.resolve_on_reset},
+            placement_seeds={"--placement_seed / ArenaEnvBuilderCfg.placement_seed": self.cfg.placement_seed,
+                             "placer_params.placement_seed": env_params.placement_seed})
+
+    def _make_pose_source(self):
+        """Fixed poses for rigid objects with an initial pose; the pool / replay queue for placed ones."""
+        rigid = self._rigid_assets()
+        layouts = self._replay_layouts()
+        if layouts is not None:
+            from isaaclab_arena.environments.replay_source import ReplayPoseSource
+
+            dynamic = ReplayPoseSource(layouts, self.cfg.num_envs)
+            covered = set(dynamic.object_names)
+        else:
+            placed = [a for a in rigid if a.has_placement_relations]
+            dynamic = None
+            if placed and self.cfg.solve_relations:
+                from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
+
+                self.placer = PooledObjectPlacer(self.arena_env.get_placement_assets(), self.placer_params,
+                                                 num_envs=self.cfg.num_envs, device=self.cfg.device,
+                                                 output_dir=self.cfg.output_dir, member_indices=self.member_indices)
+                self.placer.initialize()
+                dynamic = self.placer.as_pose_source([a.name for a in placed])
+            covered = set(dynamic.object_names) if dynamic is not None else set()
+        fixed_rows, fixed_names = [], []
+        for i, a in enumerate(a for a in rigid if a.name not in covered):
+            pose = a.initial_pose
+            if pose is None:
+                pose = Pose((0.0, 0.0, 1.5 + 0.25 * i))
+                logger.warning(f"asset '{a.name}' has no initial pose and its relations are not solved; it starts "
+                               f"at {pose.position_xyz} (env-local)")
+            fixed_rows.append(_pose_row(pose))
+            fixed_names.append(a.name)
+        sources = []
+        if fixed_names:
+            sources.append(FixedPoseSource(fixed_names, torch.tensor(fixed_rows, dtype=torch.float32)))
+        if dynamic is not None:
+            sources.append(dynamic)
+        if not sources:
+            return None
+        return sources[0] if len(sources) == 1 else CombinedPoseSource(sources)
+
+    def _initial_pose_for(self, asset: PlaceableAsset, env0_poses: dict[str, Pose]) -> Pose | None:
+        if asset.name in env0_poses:
+            return env0_poses[asset.name]
+        return asset.initial_pose
+
+    def compose_manager_cfg(self) -> ArenaEnvCfg:
+        """Returns the Isaac Lab manager-based RL env config of the arena environment (solves placement)."""
+        self._check_assets()
+        self._assign_members()
+        self.pose_source = self._make_pose_source()
+        env0 = {}
+        if self.pose_source is not None:
+            p0 = self.pose_source.peek(torch.zeros(1, dtype=torch.long))
+            for j, name in enumerate(self.pose_source.object_names):
+                row = p0[0, j].tolist()
+                env0[name] = Pose(tuple(row[:3]), tuple(row[3:]))
+
+        cfg = ArenaEnvCfg()
+        cfg.seed = self.cfg.seed
+        cfg.decimation = self.cfg.decimation
+        cfg.episode_length_s = self.cfg.episode_length_s
+        cfg.sim.dt = self.cfg.sim_dt
+        cfg.sim.device = self.cfg.device
+        cfg.sim.physics = make_physics_cfg(self.physics, self.cfg.device)
+        scene = ArenaSceneCfg(num_envs=self.cfg.num_envs, env_spacing=self.env_spacing)
+        scene.ground = AssetBaseCfg(prim_path="/World/ground", spawn=sim_utils.GroundPlaneCfg(usd_path=_REPO_GROUND))
+        variant_counts, members = [], []
+        for asset in self.arena_env.assets:
+            ent = entity_cfg(asset, self._initial_pose_for(asset, env0))
+            if ent is None:
+                continue
+            setattr(scene, asset.name, ent)
+            if isinstance(asset, RigidObjectSet):
+                variant_counts.append(len(asset.objects))
+                members.append(self.member_indices[asset.name])
+            else:
+                variant_counts.append(1)
+                members.append([0] * self.cfg.num_envs)
+        if self.member_indices:
+            scene.clone_cfg.clone_strategy = ExplicitCloneAssignment(variant_counts, np.asarray(members).T)
+        scene.light = AssetBaseCfg(prim_path="/World/light", spawn=sim_utils.DomeLightCfg(intensity=1000.0))
+        cfg.scene = scene
+        if self.pose_source is not None:
+            self.pose_source_key = register_pose_source(self.pose_source)
+            cfg.events.arena_placement = EventTermCfg(func=ArenaPoseResetTerm, mode="reset",
+                                                      params={"source_key": self.pose_source_key})
+        self.env_cfg = cfg
+        return cfg
+
+    # ---- creation --------------------------------------------------------------------------------------------
+    def make_registered(self, env_cfg: ArenaEnvCfg | None = None):
+        """Registers the gym id (``cfg.gym_id`` or the environment name) and creates the env.
+
+        Call inside ``isaaclab.app.launch_simulation(env_cfg, ...)`` (kit-less: starts nothing).
+        Returns the gym env; ``env.unwrapped`` is the ``ManagerBasedRLEnv``.
+        """
+        import gymnasium as gym
+
+        env_cfg = env_cfg or self.env_cfg or self.compose_manager_cfg()
+        if self.gym_id not in gym.registry:
+            gym.register(id=self.gym_id, entry_point="isaaclab.envs:ManagerBasedRLEnv", disable_env_checker=True,
+                         kwargs={"env_cfg_entry_point": f"{__name__}:ArenaEnvCfg"})
+        self.env = gym.make(self.gym_id, cfg=env_cfg)
+        return self.env
+
+    def make(self, env_cfg: ArenaEnvCfg | None = None):
+        """Creates the env without gym registration; returns the ``ManagerBasedRLEnv``."""
+        from isaaclab.envs import ManagerBasedRLEnv
+
+        env_cfg = env_cfg or self.env_cfg or self.compose_manager_cfg()
+        self.env = ManagerBasedRLEnv(cfg=env_cfg)
+        return self.env
+

@@ -1,0 +1,52 @@
+"""The shared command-line parser of the Arena runners (spec section 9) and its mapping to ``ArenaEnvBuilderCfg``."""
+
+from __future__ import annotations
+
+import argparse
+
+from isaaclab_arena.environments.physics import PHYSICS_CHOICES
+
+
+def get_isaaclab_arena_cli_parser(description: str | None = None) -> argparse.ArgumentParser:
+    """Flags shared by ``environment_runner.py`` and ``policy_runner.py`` (runner flags precede an env name)."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--num_envs", type=int, default=1, help="parallel environments (> 0)")
+    p.add_argument("--env_spacing", type=float, default=30.0, help="distance between env origins, metres")
+    p.add_argument("--seed", type=int, default=42, help="simulation seed (independent of placement)")
+    p.add_argument("--placement_seed", type=int, default=None, help="placement seed (layouts and object-set picks)")
+    p.add_argument("--no_solve_relations", dest="solve_relations", action="store_false",
+                   help="skip the solver: objects keep their initial poses")
+    p.add_argument("--resolve_on_reset", action=argparse.BooleanOptionalAction, default=None,
+                   help="draw a fresh pooled layout at every reset (default True)")
+    p.add_argument("--env_spec", default=None, help="environment YAML (ArenaEnvGraphSpec)")
+    p.add_argument("--placement_layouts", default=None, help="recorded layouts (JSONL) to replay instead of solving")
+    p.add_argument("--device", default="cpu", help="cpu or cuda:0")
+    p.add_argument("--physics", default=None, choices=PHYSICS_CHOICES, help="physics backend (default ovphysx)")
+    p.add_argument("--presets", default=None, choices=("physx", "newton"),
+                   help="physics preset: physx -> ovphysx, newton -> newton_mjwarp")
+    p.add_argument("--viz", default="none", choices=("kit", "none"), help="viewer (kit needs Isaac Sim and a display)")
+    p.add_argument("--num_steps", type=int, default=100, help="env steps to run")
+    p.add_argument("--output_dir", default="outputs/arena", help="diagnostics, pictures and summaries go here")
+    p.add_argument("--episode_length_s", type=float, default=None, help="episode length before a time-out reset, s")
+    p.add_argument("--pictures", action=argparse.BooleanOptionalAction, default=True,
+                   help="write a top-down PNG of the placed layouts into the output dir")
+    return p
+
+
+def builder_cfg_from_args(args: argparse.Namespace, **overrides):
+    """``ArenaEnvBuilderCfg`` from parsed runner flags (keyword overrides win)."""
+    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilderCfg
+
+    physics = args.physics
+    if physics is None and args.presets is not None:
+        physics = {"physx": "ovphysx", "newton": "newton_mjwarp"}[args.presets]
+    if args.viz == "kit":
+        raise SystemExit("--viz kit needs Isaac Sim (Kit) and a display; this install is kit-less. Use --viz none.")
+    kw = dict(num_envs=args.num_envs, env_spacing=args.env_spacing, device=args.device, physics=physics,
+              seed=args.seed, placement_seed=args.placement_seed, solve_relations=args.solve_relations,
+              resolve_on_reset=args.resolve_on_reset, placement_layouts_path=args.placement_layouts,
+              output_dir=args.output_dir)
+    if args.episode_length_s is not None:
+        kw["episode_length_s"] = args.episode_length_s
+    kw.update(overrides)
+    return ArenaEnvBuilderCfg(**kw)

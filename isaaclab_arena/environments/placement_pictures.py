@@ -1,0 +1,95 @@
+"""Top-down pictures of placed layouts (matplotlib, headless): one panel per env.
+
+Each panel shows the supports' footprints (anchors, dashed), every placed object's footprint at its
+current layout pose (rotated by its yaw, labelled), and, when the layout failed a required check (a
+best-loss fallback), a red frame and the failed checks in the title. Env-local metres, X right, Y up.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+
+from isaaclab_arena.assets.object_set import RigidObjectSet
+
+
+def _yaw(q) -> float:
+    x, y, z, w = q
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
+def _footprint(box, pos, yaw):
+    lo, hi = box.min_point, box.max_point
+    corners = [(lo[0], lo[1]), (hi[0], lo[1]), (hi[0], hi[1]), (lo[0], hi[1])]
+    c, s = math.cos(yaw), math.sin(yaw)
+    return [(pos[0] + c * x - s * y, pos[1] + s * x + c * y) for x, y in corners]
+
+
+def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None) -> str:
+    """Draws the current layout of the first ``max_envs`` envs of a ``PooledObjectPlacer``; returns ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Polygon
+
+    assets = {a.name: a for a in (assets or pool.assets)}
+    names = pool.object_names
+    poses = pool.current_poses if pool.current_poses is not None else pool.poses[:, 0]
+    n_env = min(max_envs, poses.shape[0])
+    cols = min(4, n_env)
+    rows = math.ceil(n_env / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
+    anchors = [a for a in assets.values() if a.is_anchor]
+    slot_info = pool.current_slot_info
+    for e in range(rows * cols):
+        ax = axes[e // cols][e % cols]
+        if e >= n_env:
+            ax.axis("off")
+            continue
+        for a in anchors:
+            pose = a.get_world_pose()
+            if pose is None:
+                continue
+            pts = _footprint(a.get_bounding_box(), pose.position_xyz, _yaw(pose.rotation_xyzw))
+            ax.add_patch(Polygon(pts, closed=True, fill=False, ls="--", ec="0.4"))
+            ax.text(pts[0][0], pts[0][1], a.name, fontsize=6, color="0.4", va="top")
+        failed = []
+        if slot_info and pool.slot_checks is not None:
+            ids = slot_info["env_ids"].tolist()
+            if e in ids:
+                slot = int(slot_info["slots"][ids.index(e)])
+                if not bool(pool.slot_passed[e, slot]):
+                    failed = [c for c, ok in zip(pool.check_names, pool.slot_checks[e, slot].tolist()) if not ok]
+        for j, name in enumerate(names):
+            asset = assets.get(name)
+            if asset is None:
+                continue
+            if isinstance(asset, RigidObjectSet) and name in pool.member_indices:
+                box = asset.objects[pool.member_indices[name][e]].get_bounding_box()
+            else:
+                box = asset.get_bounding_box()
+            p = poses[e, j].tolist()
+            pts = _footprint(box, p[:3], _yaw(p[3:]))
+            ax.add_patch(Polygon(pts, closed=True, alpha=0.5, fc=f"C{j % 10}", ec="k"))
+            ax.text(p[0], p[1], name, fontsize=7, ha="center", va="center")
+        ax.set_aspect("equal")
+        ax.autoscale_view()
+        ax.margins(0.05)
+        title = f"env {e}"
+        if failed:
+            title += " FAILED: " + ", ".join(failed)
+            for sp in ax.spines.values():
+                sp.set_color("red")
+                sp.set_linewidth(2.5)
+        ax.set_title(title, fontsize=8, color="red" if failed else "black")
+        ax.tick_params(labelsize=6)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=90)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path

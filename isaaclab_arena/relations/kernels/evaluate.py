@@ -1,0 +1,102 @@
+"""Evaluation of every relation and the no-overlap term of one candidate: the solver's final loss and
+the inexpensive checks' verdicts come from this one function (and the violation functions it calls)."""
+
+from __future__ import annotations
+
+import warp as wp
+
+from isaaclab_arena.relations.kernels.geometry import BIG
+from isaaclab_arena.relations.kernels.tables import (
+    KIND_ALIGN,
+    KIND_CLUTTER,
+    KIND_FACE_TO,
+    KIND_NEXT_TO,
+    KIND_NOT_NEXT_TO,
+    KIND_ON,
+    NUM_KINDS,
+    RF_W,
+    SLOT_ALIGN,
+    SLOT_CLUTTER,
+    SLOT_FACE_TO,
+    SLOT_NEXT_TO,
+    SLOT_NO_OVERLAP,
+    SLOT_NOT_NEXT_TO,
+    SLOT_ON,
+    CandidateState,
+    SceneTables,
+)
+from isaaclab_arena.relations.kernels.violations import obj_bounds, overlap_depth, relation_violation
+
+
+@wp.func
+def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write: int,
+                       rel_excess: wp.array2d(dtype=float), rel_cause: wp.array2d(dtype=int),
+                       checks: wp.array2d(dtype=int), ov_pair: wp.array(dtype=int),
+                       ov_depth: wp.array(dtype=float)) -> float:
+    """Returns the candidate's loss (sum of slope * weight * positive excess per relation, plus the
+    no-overlap slope times the clearance-grown penetration of every pair). With ``write`` set, also
+    stores every relation's excess and cause, the worst overlapping pair, and one verdict per check."""
+    slack = T.slack
+    loss = float(0.0)
+    worst = float(-BIG)
+    wk = int(-1)
+    for k in range(T.n_pairs):
+        ij = T.pair_i[k]
+        lo_i, hi_i = obj_bounds(T, S, b, e, ij[0])
+        lo_j, hi_j = obj_bounds(T, S, b, e, ij[1])
+        d = overlap_depth(lo_i, hi_i, lo_j, hi_j, 0.0)
+        if d > worst:
+            worst = d
+            wk = k
+        dc = overlap_depth(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][0])
+        if dc > 0.0:
+            loss += T.pair_w * dc
+    ok_ov = int(1)
+    if worst > slack:
+        ok_ov = 0
+    ok_on = int(1)
+    ok_cl = int(1)
+    ok_nt = int(1)
+    ok_nn = int(1)
+    ok_al = int(1)
+    ok_ft = int(1)
+    for r in range(T.kind_start[NUM_KINDS]):
+        ri = T.rel_i[r]
+        f = T.rel_f[r]
+        kind = ri[0]
+        c = ri[1]
+        clo, chi = obj_bounds(T, S, b, e, c)
+        plo = clo
+        phi = chi
+        if ri[2] >= 0:
+            plo, phi = obj_bounds(T, S, b, e, ri[2])
+        ex, cause = relation_violation(kind, ri[3], ri[4], f, S.x[b, c], clo, chi, plo, phi, T.on_ztol, slack)
+        if kind != KIND_FACE_TO:
+            loss += f[RF_W] * wp.max(ex, 0.0)
+        if cause != 0:
+            if kind == KIND_ON:
+                ok_on = 0
+            elif kind == KIND_CLUTTER:
+                ok_cl = 0
+            elif kind == KIND_NEXT_TO:
+                ok_nt = 0
+            elif kind == KIND_NOT_NEXT_TO:
+                ok_nn = 0
+            elif kind == KIND_ALIGN:
+                ok_al = 0
+            elif kind == KIND_FACE_TO:
+                ok_ft = 0
+        if write != 0:
+            rel_excess[b, ri[5]] = ex
+            rel_cause[b, ri[5]] = cause
+    if write != 0:
+        ov_pair[b] = wk
+        ov_depth[b] = worst
+        checks[b, SLOT_NO_OVERLAP] = ok_ov
+        checks[b, SLOT_ON] = ok_on
+        checks[b, SLOT_CLUTTER] = ok_cl
+        checks[b, SLOT_NEXT_TO] = ok_nt
+        checks[b, SLOT_NOT_NEXT_TO] = ok_nn
+        checks[b, SLOT_ALIGN] = ok_al
+        checks[b, SLOT_FACE_TO] = ok_ft
+    return loss

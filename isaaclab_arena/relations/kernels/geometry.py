@@ -1,0 +1,91 @@
+"""Pose and bounds helpers for the kernels (metres, xyzw quaternions, env-local world frame)."""
+
+from __future__ import annotations
+
+import warp as wp
+
+_ready = False
+
+
+def ensure_warp() -> None:
+    """Initialises warp once (quietly)."""
+    global _ready
+    if not _ready:
+        wp.config.log_level = wp.LOG_WARNING
+        wp.init()
+        _ready = True
+
+
+BIG = wp.constant(1.0e9)
+PI = wp.constant(3.14159265358979)
+
+
+@wp.func
+def mix32(h: wp.uint32) -> wp.uint32:
+    """Integer hash (avalanche) used to derive one random stream per (seed, env, draw)."""
+    h = ((h >> wp.uint32(16)) ^ h) * wp.uint32(0x45D9F3B)
+    h = ((h >> wp.uint32(16)) ^ h) * wp.uint32(0x45D9F3B)
+    h = (h >> wp.uint32(16)) ^ h
+    return h
+
+
+@wp.func
+def candidate_rng(seed: int, env_id: int, draw_id: int) -> wp.uint32:
+    """Random state of one candidate: a pure function of (placement seed, env id, draw id)."""
+    h = mix32(wp.uint32(seed) ^ wp.uint32(0x2545F49))
+    h = mix32(h ^ wp.uint32(env_id))
+    h = mix32(h ^ (wp.uint32(draw_id) * wp.uint32(0x27D4EB2D)))
+    return wp.rand_init(int(h & wp.uint32(0x7FFFFFFF)))
+
+
+@wp.func
+def rotated_offsets(q: wp.quat, llo: wp.vec3, lhi: wp.vec3):
+    """World-aligned bounds of a local box [llo, lhi] rotated by q, relative to the object origin.
+
+    Returns (lo, hi) such that the object's world AABB is [p + lo, p + hi] for origin p.
+    """
+    c = 0.5 * (llo + lhi)
+    h = 0.5 * (lhi - llo)
+    r = wp.quat_to_matrix(q)
+    cr = r * c
+    hx = wp.abs(r[0, 0]) * h[0] + wp.abs(r[0, 1]) * h[1] + wp.abs(r[0, 2]) * h[2]
+    hy = wp.abs(r[1, 0]) * h[0] + wp.abs(r[1, 1]) * h[1] + wp.abs(r[1, 2]) * h[2]
+    hz = wp.abs(r[2, 0]) * h[0] + wp.abs(r[2, 1]) * h[1] + wp.abs(r[2, 2]) * h[2]
+    hr = wp.vec3(hx, hy, hz)
+    return cr - hr, cr + hr
+
+
+@wp.func
+def yaw_quat(yaw: float) -> wp.quat:
+    """Rotation about world Z by ``yaw`` radians."""
+    return wp.quat(0.0, 0.0, wp.sin(0.5 * yaw), wp.cos(0.5 * yaw))
+
+
+@wp.func
+def rpy_quat(roll: float, pitch: float, yaw: float) -> wp.quat:
+    """Extrinsic X (roll), then Y (pitch), then Z (yaw), radians."""
+    qx = wp.quat(wp.sin(0.5 * roll), 0.0, 0.0, wp.cos(0.5 * roll))
+    qy = wp.quat(0.0, wp.sin(0.5 * pitch), 0.0, wp.cos(0.5 * pitch))
+    return yaw_quat(yaw) * (qy * qx)
+
+
+@wp.func
+def box_overlaps(lo_i: wp.vec3, hi_i: wp.vec3, lo_j: wp.vec3, hi_j: wp.vec3, clearance: float) -> wp.vec3:
+    """Per-axis overlap of two AABBs each grown by clearance/2 (positive on every axis = intersecting)."""
+    return wp.vec3(
+        wp.min(hi_i[0], hi_j[0]) - wp.max(lo_i[0], lo_j[0]) + clearance,
+        wp.min(hi_i[1], hi_j[1]) - wp.max(lo_i[1], lo_j[1]) + clearance,
+        wp.min(hi_i[2], hi_j[2]) - wp.max(lo_i[2], lo_j[2]) + clearance,
+    )
+
+
+@wp.func
+def vmin3(v: wp.vec3) -> float:
+    return wp.min(wp.min(v[0], v[1]), v[2])
+
+
+@wp.func
+def unit(axis: int) -> wp.vec3:
+    v = wp.vec3(0.0)
+    v[axis] = 1.0
+    return v

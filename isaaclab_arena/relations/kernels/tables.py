@@ -1,0 +1,106 @@
+"""The compiled scene as a small warp struct of packed tables.
+
+Object indices: movable (placed) objects are ``0 .. n_mov-1``, fixed objects (anchors and passive
+obstacles) follow at ``n_mov .. n_all-1``. Per-env tables are indexed by env id first. Relations live
+in one table sorted by kind, so each relation kind is a contiguous row range (``kind_start``): a
+kernel evaluates every relation of a kind for a candidate in one loop. Lengths are metres, angles
+radians, frames env-local world.
+
+The struct is kept small on purpose: warp passes structs to functions by value, so a struct of a
+few packed arrays costs little where a function is not inlined.
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+# Relation kinds. 0..5 are satisfied by projection onto per-axis intervals; the id is also their
+# priority when intervals of one object conflict on an axis (the highest wins).
+KIND_ALIGN = wp.constant(0)
+KIND_NEXT_TO = wp.constant(1)
+KIND_LIMITS = wp.constant(2)
+KIND_AT = wp.constant(3)
+KIND_CLUTTER = wp.constant(4)
+KIND_ON = wp.constant(5)
+KIND_NOT_NEXT_TO = wp.constant(6)
+KIND_CYLINDER = wp.constant(7)
+KIND_FACE_TO = wp.constant(8)
+NUM_KINDS = 9
+
+# rel_i columns
+RI_KIND = wp.constant(0)
+RI_CHILD = wp.constant(1)
+RI_PARENT = wp.constant(2)
+RI_AXIS = wp.constant(3)
+RI_FLAG = wp.constant(4)
+RI_RID = wp.constant(5)
+RI_COLS = 6
+RF_COLS = 8
+RF_W = wp.constant(7)  # slope * relation_loss_weight
+
+# obj_i columns
+OI_YAW = wp.constant(0)  # 0 fixed, 1 random yaw, 2 FaceTo
+OI_SUPPORT = wp.constant(1)  # object whose bounds seed the initial sample
+OI_ORDER = wp.constant(2)  # row k holds the k-th object in parents-first order
+OI_CLUTTER = wp.constant(3)  # rel row of the object's ClutterOn, -1 none
+OI_RANDOM = wp.constant(4)  # 1 when RandomAroundSolution applies
+OI_PROJ0 = wp.constant(5)  # projection entries [proj0, proj1) in ``proj``
+OI_PROJ1 = wp.constant(6)
+OI_RANK = wp.constant(7)  # position of the object in the parents-first order
+OI_ADJ0 = wp.constant(8)  # no_overlap pairs of the object [adj0, adj1) in ``adj``
+OI_ADJ1 = wp.constant(9)
+OI_COLS = 10
+# obj_f columns: base rotation xyzw (0..3), RandomAroundSolution half ranges m (4..6), rad (7..9)
+OF_COLS = 10
+
+# Check slots of the validation kernel (order of CHECK_SLOTS in placement_problem.py).
+SLOT_NO_OVERLAP = wp.constant(0)
+SLOT_ON = wp.constant(1)
+SLOT_CLUTTER = wp.constant(2)
+SLOT_NEXT_TO = wp.constant(3)
+SLOT_NOT_NEXT_TO = wp.constant(4)
+SLOT_ALIGN = wp.constant(5)
+SLOT_FACE_TO = wp.constant(6)
+NUM_SLOTS = 7
+
+
+vec6i = wp.types.vector(length=6, dtype=wp.int32)
+vec8f = wp.types.vector(length=8, dtype=wp.float32)
+vec10i = wp.types.vector(length=10, dtype=wp.int32)
+vec10f = wp.types.vector(length=10, dtype=wp.float32)
+
+
+@wp.struct
+class SceneTables:
+    n_mov: int
+    n_all: int
+    n_pairs: int
+    kind_start: wp.array(dtype=int)  # NUM_KINDS + 1 row offsets into rel_i / rel_f
+    local_lo: wp.array2d(dtype=wp.vec3)  # (E, n_all) local bounds per env
+    local_hi: wp.array2d(dtype=wp.vec3)
+    fixed_lo: wp.array2d(dtype=wp.vec3)  # (E, n_fixed) world AABB of fixed objects
+    fixed_hi: wp.array2d(dtype=wp.vec3)
+    obj_i: wp.array(dtype=vec10i)
+    obj_f: wp.array(dtype=vec10f)
+    rel_i: wp.array(dtype=vec6i)
+    rel_f: wp.array(dtype=vec8f)
+    proj: wp.array(dtype=int)  # rel rows, per object sorted by priority
+    adj: wp.array(dtype=int)  # pair indices per object
+    pair_i: wp.array(dtype=wp.vec2i)  # (P,) object indices (i movable)
+    pair_f: wp.array(dtype=wp.vec4)  # (P,) clearance, may-push x, y, z
+    pair_w: float  # NoCollisionLossStrategy slope
+    on_ztol: float
+    slack: float
+
+
+@wp.struct
+class CandidateState:
+    """Per-candidate working arrays, (B, n_mov)."""
+
+    x: wp.array2d(dtype=wp.vec3)
+    rot: wp.array2d(dtype=wp.quat)
+    olo: wp.array2d(dtype=wp.vec3)
+    ohi: wp.array2d(dtype=wp.vec3)
+    m: wp.array2d(dtype=wp.vec3)
+    v: wp.array2d(dtype=wp.vec3)
+    g: wp.array2d(dtype=wp.vec3)

@@ -1,0 +1,264 @@
+"""PooledObjectPlacer: one logical pool of solved layouts, partitioned by environment (seed 002).
+
+Pipeline per fill: generation (``ObjectPlacer.place_batch``: solve + inexpensive checks, expensive checks on
+survivors) -> ranking (required-check failures, optional-check failures, solver loss) -> storage into the
+partition of each candidate's env. Everything is batched torch over candidates; the only Python loop is over
+solve batches (at most ``max_placement_attempts``).
+
+* Each partition holds ``min_unique_layouts_per_env`` layouts. A reset takes the next queued layout of each
+  resetting env's partition; a partition found empty is refilled during that reset (only those envs).
+* ``resolve_on_reset=False``: every reset reuses the layout assigned at creation.
+* ``allow_best_loss_fallbacks``: after the last batch, empty slots take that batch's best-ranked failing
+  candidates (reported); False raises ``RuntimeError`` naming the envs and the checks that failed.
+* Reproducible: candidate ``(env e, draw d)`` is a pure function of (spec, placement_seed, e, d); an env's
+  draw ids advance only with its own fills, so batch size, env count and partial resets of other envs never
+  change which layouts an env gets.
+
+Poses are env-local (metres, xyzw). Imports no simulator.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+from isaaclab_arena.relations.placement_diagnostics import PlacementDiagnostics
+
+
+def _segment_rank(env_of: torch.Tensor, mask: torch.Tensor, num_envs: int) -> torch.Tensor:
+    """For candidates already sorted by env, the 0-based rank of each masked candidate among its env's masked
+    candidates (unmasked entries get a large value)."""
+    m = mask.to(torch.long)
+    csum = torch.cumsum(m, 0)
+    # masked count before each env's segment start
+    counts = torch.zeros(num_envs, dtype=torch.long, device=env_of.device).index_add_(0, env_of, m)
+    before = torch.cumsum(counts, 0) - counts
+    rank = csum - 1 - before[env_of]
+    return torch.where(mask, rank, torch.full_like(rank, 1 << 40))
+
+
+class PooledObjectPlacer:
+    """Per-env layout pool fed by an :class:`ObjectPlacer`.
+
+    Args:
+        assets: Anchors and relation-placed assets (``IsaacLabArenaEnvironment.get_placement_assets()``).
+        params: Placer settings (pool size, seed, fallbacks, resolve_on_reset, checks).
+        num_envs: Number of envs (partitions).
+        device: Torch device of the pool tensors.
+        output_dir: Diagnostics JSON goes here (None: console only).
+        member_indices: ``{RigidObjectSet name: [member per env]}`` chosen by the builder (informational; the
+            placer sizes candidates with ``RigidObjectSet.member_indices_per_env`` - the same definition).
+        placer: An object with ``place_batch(assets, env_ids, draw_ids, num_envs=, device=)``; default
+            ``ObjectPlacer(params)``.
+    """
+
+    def __init__(self, assets, params: ObjectPlacerParams | None = None, num_envs: int = 1, device: str = "cpu",
+                 output_dir: str | None = None, member_indices: dict | None = None, placer=None):
+        self.assets = list(assets)
+        self.params = params or ObjectPlacerParams()
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
+            raise ValueError(f"PooledObjectPlacer: num_envs must be a positive integer, got {num_envs!r}")
+        self.num_envs = num_envs
+        self.device = torch.device(device)
+        self.member_indices = dict(member_indices or {})
+        if placer is None:
+            try:
+                from isaaclab_arena.relations.object_placer import ObjectPlacer
+            except ModuleNotFoundError as err:
+                if "object_placer" not in str(err):
+                    raise
+                raise RuntimeError("relation placement needs the solver (isaaclab_arena.relations.object_placer), "
+                                   "which is not in this checkout; build with solve_relations=False "
+                                   "(--no_solve_relations) to use initial poses") from None
+
+            placer = ObjectPlacer(self.params)
+        self.placer = placer
+        self.diagnostics = PlacementDiagnostics(output_dir, verbose=True)
+        self.layouts_per_env = self.params.min_unique_layouts_per_env
+        self.object_names: list[str] | None = None
+        self.check_names: list[str] = []
+        L, E = self.layouts_per_env, num_envs
+        self.next_draw = torch.zeros(E, dtype=torch.long)
+        self.cursor = torch.zeros(E, dtype=torch.long)      # next slot to hand out
+        self.remaining = torch.zeros(E, dtype=torch.long)   # queued layouts left in each partition
+        self.poses: torch.Tensor | None = None              # (E, L, n, 7)
+        self.slot_passed = torch.zeros(E, L, dtype=torch.bool)
+        self.slot_fallback = torch.zeros(E, L, dtype=torch.bool)
+        self.slot_loss = torch.zeros(E, L)
+        self.slot_draw = torch.zeros(E, L, dtype=torch.long)
+        self.slot_checks: torch.Tensor | None = None        # (E, L, C) bool
+        self.creation_poses: torch.Tensor | None = None     # (E, n, 7): the layout assigned at creation
+        self.current_poses: torch.Tensor | None = None      # (E, n, 7): the layout each env got last
+        self.current_slot_info: dict[str, torch.Tensor] = {}
+        self.consumed = torch.zeros(E, dtype=torch.long)    # layouts handed out per env
+        self.fallback_envs: set[int] = set()
+        self.num_fills = 0
+
+    # ---- filling -------------------------------------------------------------------------------------------
+    def _required(self) -> list[str]:
+        req = self.params.required_checks
+        return list(self.check_names) if req is None else [c for c in req if c in self.check_names]
+
+    def _place(self, env_ids: torch.Tensor, draw_ids: torch.Tensor):
+        return self.placer.place_batch(self.assets, env_ids, draw_ids, num_envs=self.num_envs, device=str(self.device))
+
+    def _allocate(self, batch) -> None:
+        self.object_names = list(batch.object_names)
+        self.check_names = list(batch.check_results.keys())
+        E, L, n = self.num_envs, self.layouts_per_env, len(self.object_names)
+        self.poses = torch.zeros(E, L, n, 7)
+        self.slot_checks = torch.zeros(E, L, len(self.check_names), dtype=torch.bool)
+
+    def fill(self, envs: torch.Tensor, reason: str) -> None:
+        """Fills the partitions of ``envs`` (assumed empty) with ``layouts_per_env`` ranked layouts each."""
+        envs = torch.as_tensor(envs, dtype=torch.long).cpu().unique()
+        if envs.numel() == 0:
+            return
+        L, E = self.layouts_per_env, self.num_envs
+        fill = self.diagnostics.begin_fill(reason, envs.tolist(), L)
+        filled = torch.zeros(E, dtype=torch.long)
+        need = torch.zeros(E, dtype=torch.bool)
+        need[envs] = True
+        last = None
+        max_batches = self.params.max_placement_attempts
+        for b in range(max_batches):
+            active = (need & (filled < L)).nonzero().flatten()
+            if active.numel() == 0:
+                break
+            env_ids = active.repeat_interleave(L)
+            draw_ids = (self.next_draw[active].unsqueeze(1) + torch.arange(L)).flatten()
+            self.next_draw[active] += L
+            batch = self._place(env_ids.to(self.device), draw_ids.to(self.device))
+            if self.poses is None:
+                self._allocate(batch)
+            self.diagnostics.record_batch(fill, batch, env_ids, self._required())
+            order, ranked = self._rank(batch, env_ids)
+            ranked["draw"] = draw_ids
+            passed = ranked["passed"]
+            env_sorted = env_ids[order]
+            rank = _segment_rank(env_sorted, passed, E)
+            missing = (L - filled)[env_sorted]
+            take = passed & (rank < missing)
+            self._store(env_sorted[take], (filled[env_sorted] + rank)[take], order[take], batch, ranked, fallback=False)
+            filled.index_add_(0, env_sorted[take], torch.ones(int(take.sum()), dtype=torch.long))
+            last = (batch, env_ids, order, ranked, env_sorted)
+        short = (need & (filled < L)).nonzero().flatten()
+        fallback_slots = 0
+        if short.numel() > 0:
+            if not self.params.allow_best_loss_fallbacks:
+                self.diagnostics.end_fill(fill, [], 0, filled[envs].tolist())
+                raise RuntimeError(self._failure_message(short, filled, envs, last, max_batches))
+            batch, env_ids, order, ranked, env_sorted = last
+            failing = ~ranked["passed"]
+            rank = _segment_rank(env_sorted, failing, E)
+            missing = (L - filled)[env_sorted]
+            take = failing & (rank < missing)
+            self._store(env_sorted[take], (filled[env_sorted] + rank)[take], order[take], batch, ranked, fallback=True)
+            filled.index_add_(0, env_sorted[take], torch.ones(int(take.sum()), dtype=torch.long))
+            fallback_slots = int(take.sum())
+            self.fallback_envs.update(short.tolist())
+        self.cursor[envs] = 0
+        self.remaining[envs] = filled[envs]
+        self.num_fills += 1
+        self.diagnostics.end_fill(fill, short.tolist(), fallback_slots, filled[envs].tolist())
+
+    def _rank(self, batch, env_ids: torch.Tensor):
+        """Sort order over candidates by (env, required failures, optional failures, loss), all ascending."""
+        cpu = lambda t: t.detach().to("cpu")  # noqa: E731
+        loss = cpu(batch.loss).float()
+        req = cpu(batch.required_failures).long()
+        opt = cpu(batch.optional_failures).long()
+        order = torch.argsort(loss, stable=True)
+        order = order[torch.argsort(opt[order], stable=True)]
+        order = order[torch.argsort(req[order], stable=True)]
+        order = order[torch.argsort(env_ids[order], stable=True)]
+        passed = cpu(batch.passed).to(torch.bool)[order]
+        return order, {"passed": passed, "loss": loss}
+
+    def _store(self, envs, slots, cand, batch, ranked, fallback: bool) -> None:
+        if envs.numel() == 0:
+            return
+        pos = batch.positions.detach().to("cpu").float()[cand]
+        rot = batch.rotations.detach().to("cpu").float()[cand]
+        self.poses[envs, slots] = torch.cat([pos, rot], dim=-1)
+        self.slot_passed[envs, slots] = batch.passed.detach().to("cpu").to(torch.bool)[cand]
+        self.slot_fallback[envs, slots] = fallback
+        self.slot_loss[envs, slots] = ranked["loss"][cand]
+        self.slot_draw[envs, slots] = ranked["draw"][cand]
+        if self.check_names:
+            checks = torch.stack([batch.check_results[c].detach().to("cpu").to(torch.bool) for c in self.check_names], -1)
+            self.slot_checks[envs, slots] = checks[cand]
+
+    def _failure_message(self, short, filled, envs, last, max_batches) -> str:
+        L = self.layouts_per_env
+        parts = []
+        if last is not None:
+            batch, env_ids, _, _, _ = last
+            for e in short.tolist()[:8]:
+                sel = env_ids == e
+                failed = [c for c, v in batch.check_results.items() if bool((~v.detach().cpu().to(torch.bool))[sel].any())]
+                parts.append(f"env {e}: failed {', '.join(failed) or 'no check (not enough candidates)'}")
+        return (f"Placement pool could not fill {L} layouts per env after {max_batches} solve batches. "
+                f"Available per env: {filled[envs].tolist()}. allow_best_loss_fallbacks=False, so placement fails; "
+                f"most recent rejections: " + "; ".join(parts))
+
+    # ---- lifecycle -----------------------------------------------------------------------------------------
+    def initialize(self) -> None:
+        """Fills every partition and assigns each env its creation layout (its first queued layout)."""
+        self.fill(torch.arange(self.num_envs), "creation")
+        self.creation_poses = self.poses[:, 0].clone()
+        self.current_poses = self.creation_poses.clone()
+
+    def peek(self, env_ids: torch.Tensor) -> torch.Tensor:
+        ids = torch.as_tensor(env_ids, dtype=torch.long).cpu()
+        if not self.params.resolve_on_reset:
+            return self.creation_poses[ids]
+        return self.poses[ids, self.cursor[ids].clamp(max=self.layouts_per_env - 1)]
+
+    def next_layouts(self, env_ids: torch.Tensor) -> torch.Tensor:
+        """Takes the next queued layout of each env in ``env_ids`` (refilling empty partitions first).
+
+        Returns ``(len(env_ids), n, 7)`` env-local poses. Only the listed envs consume layouts.
+        """
+        ids = torch.as_tensor(env_ids, dtype=torch.long).cpu()
+        if not self.params.resolve_on_reset:
+            out = self.creation_poses[ids]
+            self.current_poses[ids] = out
+            return out
+        empty = ids[self.remaining[ids] == 0]
+        if empty.numel() > 0:
+            self.fill(empty, "reset_refill")
+        slots = self.cursor[ids]
+        out = self.poses[ids, slots]
+        self.cursor[ids] += 1
+        self.remaining[ids] -= 1
+        self.consumed[ids] += 1
+        self.current_poses[ids] = out
+        self.current_slot_info = {"env_ids": ids, "slots": slots}
+        return out
+
+    def as_pose_source(self, names: list[str]) -> "PooledPoseSource":
+        return PooledPoseSource(self, names)
+
+    def summary(self) -> dict:
+        return {"fills": self.num_fills, "layouts_per_env": self.layouts_per_env, "objects": self.object_names,
+                "fallback_envs": sorted(self.fallback_envs), "consumed_per_env": self.consumed.tolist(),
+                "diagnostics": self.diagnostics.path}
+
+
+class PooledPoseSource:
+    """Reset-term pose source over a :class:`PooledObjectPlacer`, in the scene-object order ``names``."""
+
+    def __init__(self, pool: PooledObjectPlacer, names: list[str]):
+        missing = [n for n in names if n not in pool.object_names]
+        if missing:
+            raise ValueError(f"pooled placement has no layouts for {missing}; placed objects: {pool.object_names}")
+        self.pool = pool
+        self.object_names = list(names)
+        self._index = torch.tensor([pool.object_names.index(n) for n in names], dtype=torch.long)
+
+    def poses_for_reset(self, env_ids: torch.Tensor) -> torch.Tensor:
+        return self.pool.next_layouts(env_ids)[:, self._index].to(env_ids.device)
+
+    def peek(self, env_ids: torch.Tensor) -> torch.Tensor:
+        return self.pool.peek(env_ids)[:, self._index].to(env_ids.device)

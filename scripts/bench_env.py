@@ -1,0 +1,149 @@
+"""Benchmarks of the environment integration; prints one ``bench key=value ...`` line each.
+
+    scripts/arena_python.sh scripts/bench_env.py [--only pool,pool16,reset,steps] [--device cpu]
+
+* ``pool_fill_s``: pool generation, 64 envs x 5 layouts, densest example (dense_tabletop.yaml).
+* ``pool_fill_16obj_256x5_s``: a 16-object tabletop, 256 envs x 5 layouts (target < 1 s on this CPU).
+* ``reset_ms_1024``: one call of the reset term for 1024 envs (target < 5 ms), dense example.
+* ``steps_ratio``: env-steps/s with placement at every reset over the same env with fixed poses (>= 0.95).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DENSE = os.path.join(ROOT, "isaaclab_arena_environments", "tabletop", "dense_tabletop.yaml")
+
+
+def _dense():
+    from isaaclab_arena.env_spec.arena_env_graph_spec import ArenaEnvGraphSpec
+
+    return ArenaEnvGraphSpec.from_yaml(DENSE).to_arena_env()
+
+
+def _sixteen():
+    from isaaclab_arena.assets.object_reference import ObjectReference
+    from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
+    from isaaclab_arena.relations.relations import IsAnchor, On
+    from isaaclab_arena_environments.assets import library as L
+
+    bg = L.table_background("table_background")
+    table = ObjectReference("table", "{ENV_REGEX_NS}/table_background/table", bg, object_type="base")
+    table.add_relation(IsAnchor())
+    kinds = [L.mug, L.bowl, L.cube_4cm, L.cube_8cm, L.box_flat, L.box_tall, L.cube_4cm, L.cube_8cm]
+    objs = [kinds[i % len(kinds)](f"obj_{i:02d}").add_relation(On(table)) for i in range(16)]
+    return IsaacLabArenaEnvironment("tabletop_16", [bg, table, *objs])
+
+
+def bench_pool(arena_env, num_envs, layouts, key, device):
+    import dataclasses
+
+    from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
+
+    params = dataclasses.replace(arena_env.placer_params, min_unique_layouts_per_env=layouts, placement_seed=0)
+    warm = PooledObjectPlacer(arena_env.get_placement_assets(), params, num_envs=2, device=device)
+    warm.diagnostics.verbose = False
+    warm.initialize()  # compile / warm caches
+    pool = PooledObjectPlacer(arena_env.get_placement_assets(), params, num_envs=num_envs, device=device)
+    pool.diagnostics.verbose = False
+    t = time.perf_counter()
+    pool.initialize()
+    dt = time.perf_counter() - t
+    ok = int(pool.slot_passed.sum())
+    print(f"bench {key}={dt:.3f} envs={num_envs} layouts_per_env={layouts} objects={len(pool.object_names)} "
+          f"passed_slots={ok}/{num_envs * layouts} fallback_envs={len(pool.fallback_envs)} device={device}", flush=True)
+
+
+def _build(arena_env, num_envs, solve, episode_length_s=5.0, device="cpu"):
+    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
+
+    b = ArenaEnvBuilder(arena_env, ArenaEnvBuilderCfg(num_envs=num_envs, env_spacing=2.0, solve_relations=solve,
+                                                      placement_seed=0, episode_length_s=episode_length_s,
+                                                      device=device, gym_id=f"bench_{arena_env.name}_{num_envs}_{solve}"))
+    return b, b.compose_manager_cfg()
+
+
+def bench_reset(device):
+    from isaaclab.app import launch_simulation
+
+    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder  # noqa: F401
+
+    solve = _solver_available()
+    b, cfg = _build(_dense(), 1024, solve, device=device)
+    if b.placer is not None:
+        b.placer.diagnostics.verbose = False
+    with launch_simulation(cfg, {"headless": True, "device": device}):
+        env = b.make(cfg)
+        env.reset()
+        term = env.event_manager._mode_term_cfgs["reset"][0].func
+        ids = torch.arange(1024, device=env.device)
+        for _ in range(3):
+            term(env, ids, b.pose_source_key)
+        reps = 20
+        t = time.perf_counter()
+        for _ in range(reps):
+            term(env, ids, b.pose_source_key)
+        ms = (time.perf_counter() - t) / reps * 1000
+        env.close()
+    print(f"bench reset_ms_1024={ms:.3f} objects={len(b.pose_source.object_names)} "
+          f"source={'pooled' if solve else 'fixed'} device={device}", flush=True)
+
+
+def bench_steps(device, num_envs=64, steps=300):
+    from isaaclab.app import launch_simulation
+
+    rates = {}
+    for solve in (False, True):
+        b, cfg = _build(_dense(), num_envs, solve, episode_length_s=0.2, device=device)  # reset every 6 steps
+        if b.placer is not None:
+            b.placer.diagnostics.verbose = False
+        with launch_simulation(cfg, {"headless": True, "device": device}):
+            env = b.make(cfg)
+            env.reset()
+            act = torch.zeros(num_envs, 0, device=env.device)
+            for _ in range(20):
+                env.step(act)
+            t = time.perf_counter()
+            for _ in range(steps):
+                env.step(act)
+            rates[solve] = steps * num_envs / (time.perf_counter() - t)
+            env.close()
+    print(f"bench steps_ratio={rates[True] / rates[False]:.3f} placed_env_steps_s={rates[True]:.0f} "
+          f"fixed_env_steps_s={rates[False]:.0f} envs={num_envs} reset_every_steps=6 device={device}", flush=True)
+
+
+def _solver_available() -> bool:
+    try:
+        import isaaclab_arena.relations.object_placer  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--only", default="pool,pool16,reset,steps")
+    p.add_argument("--device", default="cpu")
+    args = p.parse_args()
+    which = set(args.only.split(","))
+    solver = _solver_available()
+    if not solver:
+        print("bench solver=unavailable reason=isaaclab_arena.relations.object_placer_missing", flush=True)
+    if "pool" in which and solver:
+        bench_pool(_dense(), 64, 5, "pool_fill_s", args.device)
+    if "pool16" in which and solver:
+        bench_pool(_sixteen(), 256, 5, "pool_fill_16obj_256x5_s", args.device)
+    if "reset" in which:
+        bench_reset(args.device)
+    if "steps" in which and solver:
+        bench_steps(args.device)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

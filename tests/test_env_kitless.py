@@ -1,0 +1,127 @@
+"""A real kit-less Isaac Lab 3.0 env (OV PhysX, CPU) built from a YAML spec with fixed poses.
+
+One env build per module (module-scoped fixture); Isaac Lab's SimulationContext singleton is released by
+``env.close()`` at teardown, so later modules can build their own env in the same process.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from isaaclab_arena import ARENA_ROOT
+
+SPEC = os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "tabletop", "fixed_pose_table.yaml")
+TABLE_TOP_Z = 0.75
+HALF_HEIGHTS = {"mug": 0.05, "bowl": 0.03, "box": 0.06}
+NUM_ENVS = 3
+
+
+def _local(env, name):
+    u = env.unwrapped
+    return (u.scene[name].data.root_pos_w.torch - u.scene.env_origins).clone()
+
+
+@pytest.fixture(scope="module")
+def built():
+    from isaaclab.app import launch_simulation
+
+    from isaaclab_arena.env_spec.arena_env_graph_spec import ArenaEnvGraphSpec
+    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
+
+    arena_env = ArenaEnvGraphSpec.from_yaml(SPEC).to_arena_env()
+    builder = ArenaEnvBuilder(arena_env, ArenaEnvBuilderCfg(num_envs=NUM_ENVS, env_spacing=2.5,
+                                                            gym_id="test_env_kitless_fixed"))
+    env_cfg = builder.compose_manager_cfg()
+    with launch_simulation(env_cfg, {"headless": True, "device": "cpu"}):
+        env = builder.make_registered(env_cfg)
+        env.reset()
+        after_reset = {n: _local(env, n) for n in HALF_HEIGHTS}
+        zero = torch.zeros(NUM_ENVS, 0)
+        for _ in range(60):
+            env.step(zero)
+        rest = {n: _local(env, n) for n in HALF_HEIGHTS}
+        speed = {n: env.unwrapped.scene[n].data.root_lin_vel_w.torch.norm(dim=-1).clone() for n in HALF_HEIGHTS}
+        yield {"builder": builder, "env": env, "after_reset": after_reset, "rest": rest, "speed": speed,
+               "arena_env": arena_env}
+        env.close()
+
+
+def test_scene_entities_follow_the_assets(built):
+    env = built["env"].unwrapped
+    scene_keys = set(env.scene.keys())
+    assert {"mug", "bowl", "box", "table_background"} <= scene_keys
+    assert "table" not in scene_keys  # the ObjectReference is a prim inside the background, nothing is spawned
+    assert env.scene["mug"].cfg.prim_path.endswith("/mug")
+    assert type(env.sim.cfg.physics).__name__ == "OvPhysxCfg"
+    assert env.num_envs == NUM_ENVS
+
+
+def test_reset_writes_the_spec_poses_in_every_env(built):
+    arena_env = built["arena_env"]
+    for name, pos in built["after_reset"].items():
+        expected = torch.tensor(arena_env.get_asset(name).initial_pose.position_xyz).expand(NUM_ENVS, 3)
+        torch.testing.assert_close(pos, expected, atol=1e-4, rtol=0)
+
+
+def test_objects_come_to_rest_on_the_table(built):
+    for name, half in HALF_HEIGHTS.items():
+        z = built["rest"][name][:, 2]
+        assert torch.all((z - (TABLE_TOP_Z + half)).abs() < 3e-3), f"{name} rests at {z.tolist()}"
+        assert torch.all(built["speed"][name] < 1e-2), f"{name} still moving: {built['speed'][name].tolist()}"
+        # it fell straight down: x, y stay where the spec put it
+        xy0 = built["after_reset"][name][:, :2]
+        assert torch.all((built["rest"][name][:, :2] - xy0).norm(dim=-1) < 5e-3)
+
+
+def test_partial_reset_moves_only_the_reset_env(built):
+    env = built["env"].unwrapped
+    before = {n: _local(env, n) for n in HALF_HEIGHTS}
+    env.reset(env_ids=torch.tensor([1]))
+    after = {n: _local(env, n) for n in HALF_HEIGHTS}
+    for name in HALF_HEIGHTS:
+        spec_z = built["arena_env"].get_asset(name).initial_pose.position_xyz[2]
+        assert abs(after[name][1, 2].item() - spec_z) < 1e-4, f"{name} env 1 was not reset"
+        torch.testing.assert_close(after[name][[0, 2]], before[name][[0, 2]], atol=1e-6, rtol=0)
+        assert abs(before[name][1, 2].item() - spec_z) > 5e-3  # it had settled, so the reset really moved it
+
+
+def test_missing_reference_prim_is_refused_at_build_time():
+    from isaaclab_arena.assets.object_reference import ObjectReference
+    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
+    from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
+    from isaaclab_arena.relations.relations import IsAnchor
+    from isaaclab_arena_environments.assets.library import table_background
+
+    bg = table_background("table_background")
+    ref = ObjectReference("counter", "{ENV_REGEX_NS}/table_background/counter_top", bg)
+    ref.add_relation(IsAnchor())
+    builder = ArenaEnvBuilder(IsaacLabArenaEnvironment("bad_ref", [bg, ref]), ArenaEnvBuilderCfg())
+    with pytest.raises(ValueError, match=r"ObjectReference 'counter'.*counter_top.*not in .*table_background.usda"):
+        builder.compose_manager_cfg()
+
+
+def test_missing_usd_file_is_refused_at_build_time(tmp_path):
+    import isaaclab.sim as sim_utils
+
+    from isaaclab_arena.assets.asset import Object
+    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
+    from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
+    from isaaclab_arena.utils.pose import Pose
+
+    missing = str(tmp_path / "no_such_chair.usda")
+    obj = Object("chair", sim_utils.UsdFileCfg(usd_path=missing), initial_pose=Pose((0.0, 0.0, 1.0)))
+    builder = ArenaEnvBuilder(IsaacLabArenaEnvironment("bad_usd", [obj]), ArenaEnvBuilderCfg())
+    with pytest.raises(FileNotFoundError, match=r"asset 'chair'.*no_such_chair.usda"):
+        builder.compose_manager_cfg()
+
+
+def test_builder_cfg_rejects_bad_values():
+    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilderCfg
+
+    with pytest.raises(ValueError, match="num_envs must be a positive integer"):
+        ArenaEnvBuilderCfg(num_envs=0)
+    with pytest.raises(ValueError, match="physics='bullet' is not accepted"):
+        ArenaEnvBuilderCfg(physics="bullet")

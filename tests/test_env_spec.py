@@ -1,0 +1,678 @@
+"""YAML environment specs: YAML equals the equivalent Python, round trips, and every bad input's message."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import isaaclab.sim as sim_utils
+import pytest
+
+from isaaclab_arena.assets.asset import Background, Object
+from isaaclab_arena.assets.collision_mode import CollisionMode
+from isaaclab_arena.assets.object_reference import ObjectReference
+from isaaclab_arena.assets.object_set import RigidObjectSet
+from isaaclab_arena.assets.object_type import ObjectType
+from isaaclab_arena.assets.registry import (
+    build_registered_asset,
+    get_registered_asset,
+    list_registered_assets,
+    register_asset,
+)
+from isaaclab_arena.env_spec import ArenaEnvGraphSpec, EnvSpecError, spec_from_arena_env
+from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
+from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams, ReachabilityConfig
+from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
+from isaaclab_arena.relations.relations import (
+    RELATION_KINDS,
+    AlignWith,
+    IsAnchor,
+    NextTo,
+    NotNextTo,
+    On,
+    PositionLimitsBox,
+    PositionLimitsCylindrical,
+    RotateAroundSolution,
+    Side,
+)
+from isaaclab_arena.utils.pose import Pose
+
+BASE = """\
+env_name: mug_bowl
+background:
+  id: table
+  registry_name: static_box
+  params:
+    size: [1.0, 0.8, 0.75]
+    initial_pose: {position_xyz: [0.0, 0.0, 0.375]}
+objects:
+  - id: mug
+    registry_name: box
+    params: {size: [0.08, 0.08, 0.1], mass_kg: 0.25}
+  - id: bowl
+    registry_name: cylinder
+    params: {radius: 0.07, height: 0.05, color: [0.8, 0.3, 0.2]}
+relations:
+  - kind: is_anchor
+    subject: table
+  - kind: 'on'
+    subject: mug
+    reference: table
+  - kind: next_to
+    subject: bowl
+    reference: mug
+    params: {side: negative_y, distance_m: 0.03}
+  - kind: 'on'
+    subject: bowl
+    reference: table
+    params: {clearance_m: 0.02}
+"""
+
+GREY = (0.6, 0.6, 0.6)
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------
+def write(tmp_path, text: str, name: str = "scene.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def line_no(text: str, fragment: str, occurrence: int = 1) -> int:
+    """1-based line of the ``occurrence``-th line containing ``fragment``."""
+    hits = [i + 1 for i, line in enumerate(text.splitlines()) if fragment in line]
+    assert len(hits) >= occurrence, f"{fragment!r} not in the spec text"
+    return hits[occurrence - 1]
+
+
+def load_error(tmp_path, text: str) -> tuple[EnvSpecError, str]:
+    path = write(tmp_path, text)
+    with pytest.raises(EnvSpecError) as info:
+        ArenaEnvGraphSpec.from_yaml(path)
+    return info.value, path
+
+
+def asset_signature(asset) -> dict:
+    """Everything that makes two assets the same object for placement and spawning."""
+    sig = {"type": type(asset).__name__, "name": asset.name, "object_type": asset.object_type,
+           "collision_mode": asset.collision_mode, "initial_pose": asset.initial_pose,
+           "bounds": asset.get_bounding_box(), "relations": [(type(r).__name__, r.parent.name if r.parent else None,
+                                                               r.params()) for r in asset.get_relations()]}
+    if isinstance(asset, ObjectReference):
+        sig.update(prim_path=asset.prim_path, parent=asset.parent_asset.name, world=asset.get_world_pose())
+    elif isinstance(asset, RigidObjectSet):
+        sig.update(members=[asset_signature(m)["spawn_cfg"] for m in asset.objects], random=asset.random_choice)
+    else:
+        sig.update(spawn_cfg=asset.spawn_cfg)
+    return sig
+
+
+def env_signature(env: IsaacLabArenaEnvironment) -> dict:
+    return {"name": env.name, "env_spacing": env.env_spacing, "physics": env.physics,
+            "placer_params": env.placer_params, "assets": {a.name: asset_signature(a) for a in env.assets}}
+
+
+def rigid(shape_cls, mass=0.2, color=GREY, **geometry):
+    return shape_cls(**geometry, rigid_props=sim_utils.UsdPhysicsRigidBodyCfg(), mass_props=sim_utils.MassCfg(mass=mass),
+                     collision_props=sim_utils.UsdPhysicsCollisionCfg(),
+                     visual_material=sim_utils.PreviewSurfaceCfg(diffuse_color=color))
+
+
+def write_room_usd(path) -> str:
+    """``/room`` holding a ``table`` Xform (at (0.2, 0, 0), turned 90 degrees about Z) with a 1.0 x 0.6 x 0.04 m top
+    whose upper face is 0.75 m above the table frame."""
+    from pxr import Gf, Usd, UsdGeom
+
+    stage = Usd.Stage.CreateNew(str(path))
+    UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
+    UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+    stage.SetDefaultPrim(UsdGeom.Xform.Define(stage, "/room").GetPrim())
+    table = UsdGeom.Xform.Define(stage, "/room/table")
+    table.AddTranslateOp().Set(Gf.Vec3d(0.2, 0.0, 0.0))
+    table.AddRotateZOp().Set(90.0)
+    top = UsdGeom.Cube.Define(stage, "/room/table/top")
+    top.CreateSizeAttr(1.0)
+    top.CreateExtentAttr([Gf.Vec3f(-0.5), Gf.Vec3f(0.5)])
+    top.AddTranslateOp().Set(Gf.Vec3d(0.0, 0.0, 0.73))
+    top.AddScaleOp().Set(Gf.Vec3f(1.0, 0.6, 0.04))
+    stage.GetRootLayer().Save()
+    return str(path)
+
+
+# -- YAML gives the same objects as the equivalent Python --------------------------------------------------------
+def test_yaml_equals_equivalent_python(tmp_path):
+    env = ArenaEnvGraphSpec.from_yaml(write(tmp_path, BASE)).to_arena_env()
+
+    table = Background("table", sim_utils.CuboidCfg(size=(1.0, 0.8, 0.75),
+                                                    collision_props=sim_utils.UsdPhysicsCollisionCfg(),
+                                                    visual_material=sim_utils.PreviewSurfaceCfg(diffuse_color=GREY)),
+                       initial_pose=Pose((0.0, 0.0, 0.375)))
+    mug = Object("mug", rigid(sim_utils.CuboidCfg, mass=0.25, size=(0.08, 0.08, 0.1)))
+    bowl = Object("bowl", rigid(sim_utils.CylinderCfg, color=(0.8, 0.3, 0.2), radius=0.07, height=0.05, axis="Z"))
+    table.add_relation(IsAnchor())
+    mug.add_relation(On(table))
+    bowl.add_relation(NextTo(mug, side=Side.NEGATIVE_Y, distance_m=0.03))
+    bowl.add_relation(On(table, clearance_m=0.02))
+    python_env = IsaacLabArenaEnvironment("mug_bowl", [table, mug, bowl])
+
+    assert env_signature(env) == env_signature(python_env)
+    got = {a.name: a for a in env.assets}
+    assert got["mug"].get_bounding_box().size == pytest.approx((0.08, 0.08, 0.1))
+    assert got["bowl"].get_bounding_box().size == pytest.approx((0.14, 0.14, 0.05))
+    assert got["bowl"].get_relations()[0].side is Side.NEGATIVE_Y
+    assert got["mug"].registry_name == "box" and got["mug"].registry_params == {"size": [0.08, 0.08, 0.1],
+                                                                                 "mass_kg": 0.25}
+
+
+def test_every_relation_kind_and_alias_from_yaml(tmp_path):
+    text = BASE + """\
+  - kind: position_limits
+    subject: mug
+    x_limits: [-0.3, null]
+  - kind: position_limits_cylindrical
+    subject: bowl
+    params: {center_x: 0.0, center_y: 0.0, radius_max: 0.45}
+  - kind: not_next_to
+    subject: mug
+    reference: bowl
+    side: positive_y
+  - kind: align_with
+    subject: mug
+    reference: bowl
+    params: {axis: x, tolerance_m: 0.05}
+  - kind: rotate_around_solution
+    subject: bowl
+    yaw_rad: 1.5
+"""
+    env = ArenaEnvGraphSpec.from_yaml(write(tmp_path, text)).to_arena_env()
+    mug, bowl = env.get_asset("mug"), env.get_asset("bowl")
+    assert mug.get_relations()[1:] == [PositionLimitsBox(x_limits=(-0.3, None)), NotNextTo(bowl, side="positive_y"),
+                                       AlignWith(bowl, "x", tolerance_m=0.05)]
+    assert bowl.get_relations()[2:] == [PositionLimitsCylindrical(0.0, 0.0, radius_max=0.45),
+                                        RotateAroundSolution(yaw_rad=1.5)]
+    assert mug.get_relations()[2].side is Side.POSITIVE_Y
+
+
+def test_anchor_without_pose_gets_identity_and_other_sections(tmp_path):
+    room = write_room_usd(tmp_path / "room.usda")
+    text = f"""\
+env_name: sets_and_refs
+num_envs: 4
+env_spacing: 2.5
+default_physics_backend: ovphysx
+background:
+  id: room
+  registry_name: usd_background
+  params: {{usd_path: {room}}}
+objects:
+  - id: crate
+    registry_name: box
+    params: {{size: [0.3, 0.3, 0.3]}}
+object_sets:
+  - id: thing
+    members: [box_flat, cube_4cm]
+    random_choice: true
+object_references:
+  - id: tabletop
+    parent_id: room
+    prim_path: table
+    object_type: base
+relations:
+  - {{kind: is_anchor, subject: crate}}
+  - {{kind: is_anchor, subject: tabletop}}
+  - {{kind: 'on', subject: thing, reference: tabletop}}
+placer_params:
+  placement_seed: 7
+  random_yaw_init: true
+  min_unique_layouts_per_env: 3
+  solver_params: {{clearance_m: 0.0, collision_mode: mesh, checkpoint_iters: [10, 20]}}
+  reachability_config: {{grasp_z_offset_m: 0.05}}
+"""
+    spec = ArenaEnvGraphSpec.from_yaml(write(tmp_path, text))
+    assert (spec.num_envs, spec.env_spacing, spec.default_physics_backend) == (4, 2.5, "ovphysx")
+    env = spec.to_arena_env()
+    assert env.get_asset("crate").initial_pose == Pose.identity()  # YAML anchors default to identity
+    ref = env.get_asset("tabletop")
+    assert isinstance(ref, ObjectReference) and ref.object_type is ObjectType.BASE
+    assert ref.prim_path == "{ENV_REGEX_NS}/usd_background/table"  # relative path: background registry name
+    assert ref.get_bounding_box().size == pytest.approx((1.0, 0.6, 0.04))
+    assert ref.get_world_pose().position_xyz == pytest.approx((0.2, 0.0, 0.0))
+    thing = env.get_asset("thing")
+    assert isinstance(thing, RigidObjectSet) and thing.random_choice
+    assert [m.registry_name for m in thing.objects] == ["box_flat", "cube_4cm"]
+    pp = env.placer_params
+    assert (pp.placement_seed, pp.random_yaw_init, pp.min_unique_layouts_per_env) == (7, True, 3)
+    assert pp.solver_params.clearance_m == 0.0 and pp.solver_params.collision_mode is CollisionMode.MESH
+    assert pp.solver_params.checkpoint_iters == (10, 20) and pp.reachability_config.grasp_z_offset_m == 0.05
+    assert pp.max_placement_attempts == ObjectPlacerParams().max_placement_attempts
+    assert (env.env_spacing, env.physics) == (2.5, "ovphysx")
+
+
+def test_env_name_defaults_to_file_stem_and_inline_params(tmp_path):
+    text = BASE.replace("env_name: mug_bowl\n", "").replace("params: {clearance_m: 0.02}", "clearance_m: 0.02")
+    spec = ArenaEnvGraphSpec.from_yaml(write(tmp_path, text, name="kitchen_scene.yaml"))
+    env = spec.to_arena_env()
+    assert env.name == "kitchen_scene"
+    assert env.get_asset("bowl").get_relations()[1] == On(env.get_asset("table"), clearance_m=0.02)
+
+
+def test_placement_validators_block_maps_to_placer_params(tmp_path):
+    text = BASE + "placement_validators:\n  enabled_checks: [on_relation, no_overlap]\n  required_checks: [no_overlap]\n"
+    env = ArenaEnvGraphSpec.from_yaml(write(tmp_path, text)).to_arena_env()
+    assert env.placer_params.enabled_checks == ["on_relation", "no_overlap"]
+    assert env.placer_params.required_checks == ["no_overlap"]
+
+
+def test_to_arena_env_builds_fresh_objects(tmp_path):
+    spec = ArenaEnvGraphSpec.from_yaml(write(tmp_path, BASE))
+    a, b = spec.to_arena_env(), spec.to_arena_env()
+    assert a.get_asset("mug") is not b.get_asset("mug")
+    assert len(a.get_asset("mug").get_relations()) == 1 and env_signature(a) == env_signature(b)
+
+
+# -- round trips -------------------------------------------------------------------------------------------------
+def test_yaml_round_trip(tmp_path):
+    spec = ArenaEnvGraphSpec.from_yaml(write(tmp_path, BASE + "placer_params: {placement_seed: 3}\n"))
+    out = spec.to_yaml(tmp_path / "out.yaml")
+    text = open(out).read()
+    assert "kind: 'on'" in text  # written quoted, so YAML reads a string
+    again = ArenaEnvGraphSpec.from_yaml(out)
+    assert again == spec
+    assert env_signature(again.to_arena_env()) == env_signature(spec.to_arena_env())
+    assert [f for f in os.listdir(tmp_path) if f.endswith(".tmp")] == []
+
+
+def test_python_env_round_trip(tmp_path):
+    room_usd = write_room_usd(tmp_path / "room.usda")
+    room = build_registered_asset("usd_background", "room", {"usd_path": room_usd})
+    room.set_initial_pose(Pose((0.5, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0)))  # 180 degrees about Z, set after building
+    top = ObjectReference("tabletop", "{ENV_REGEX_NS}/room/table", room, ObjectType.BASE).add_relation(IsAnchor())
+    mug = build_registered_asset("box", "mug", {"size": [0.08, 0.08, 0.1], "collision_mode": "mesh"})
+    bowl = build_registered_asset("cylinder", "bowl", {"radius": 0.07, "height": 0.05})
+    lamp = build_registered_asset("sphere", "lamp", {"radius": 0.05,
+                                                     "initial_pose": {"position_xyz": [2.0, 0.0, 0.05]}})
+    role = RigidObjectSet("fruit", [build_registered_asset("cube_4cm", "a"), build_registered_asset("box_tall", "b")])
+    mug.add_relation(On(top, edge_margin_m=0.1)).add_relation(RotateAroundSolution(yaw_rad=0.7))
+    bowl.add_relation(On(top)).add_relation(NextTo(mug, side="positive_y", cross_position_ratio=0.5))
+    role.add_relation(On(top)).add_relation(PositionLimitsBox(y_limits=(None, 0.3)))
+    params = ObjectPlacerParams(placement_seed=11, resolve_on_reset=False,
+                                solver_params=RelationSolverParams(max_iters=200, verbose=False),
+                                reachability_config=ReachabilityConfig(ik_position_threshold_m=0.02))
+    env = IsaacLabArenaEnvironment("round_trip", [room, top, mug, bowl, lamp, role], placer_params=params,
+                                   env_spacing=3.0)
+
+    spec = spec_from_arena_env(env, num_envs=8)
+    path = spec.to_yaml(tmp_path / "saved.yaml")
+    loaded = ArenaEnvGraphSpec.from_yaml(path)
+    assert loaded == spec and loaded.num_envs == 8
+    assert env_signature(loaded.to_arena_env()) == env_signature(env)
+    # only what differs from the defaults is written
+    d = loaded.to_dict()
+    assert d["placer_params"] == {"solver_params": {"max_iters": 200, "verbose": False}, "placement_seed": 11,
+                                  "resolve_on_reset": False, "reachability_config": {"ik_position_threshold_m": 0.02}}
+    assert {"kind": "on", "subject": "bowl", "reference": "tabletop"} in d["relations"]
+    assert d["background"]["params"]["initial_pose"] == {"position_xyz": [0.5, 0.0, 0.0],
+                                                         "rotation_xyzw": [0.0, 0.0, 1.0, 0.0]}
+
+
+def test_spec_from_env_rejects_what_yaml_cannot_express():
+    handmade = Object("mug", rigid(sim_utils.CuboidCfg, size=(0.1, 0.1, 0.1)))
+    with pytest.raises(EnvSpecError, match="asset 'mug'.*was not made from the asset registry"):
+        spec_from_arena_env(IsaacLabArenaEnvironment("e", [handmade]))
+    params = ObjectPlacerParams(solver_params=RelationSolverParams(strategies={}))
+    with pytest.raises(EnvSpecError, match="placer_params.solver_params.strategies"):
+        spec_from_arena_env(IsaacLabArenaEnvironment("e", [], placer_params=params))
+    member = build_registered_asset("box", "big", {"size": [0.2, 0.2, 0.2]})
+    with pytest.raises(EnvSpecError, match="member 'big' must be a registered asset built without parameters"):
+        spec_from_arena_env(IsaacLabArenaEnvironment("e", [RigidObjectSet("s", [member])]))
+
+
+def test_to_yaml_never_leaves_half_a_file(tmp_path):
+    spec = ArenaEnvGraphSpec.from_yaml(write(tmp_path, BASE))
+    target = tmp_path / "kept.yaml"
+    target.write_text("previous contents\n")
+    spec.placer_params = {"placement_seed": object()}  # not representable in YAML: the dump fails
+    with pytest.raises(Exception):
+        spec.to_yaml(target)
+    assert target.read_text() == "previous contents\n"
+    spec.placer_params = {}
+    (tmp_path / "a_dir").mkdir()
+    with pytest.raises(OSError):
+        spec.to_yaml(tmp_path / "a_dir")  # os.replace onto a folder fails after the temp file was written
+    assert sorted(f for f in os.listdir(tmp_path) if ".tmp" in f) == []
+
+
+# -- asset registry ----------------------------------------------------------------------------------------------
+def test_registry_lists_and_rejects():
+    names = list_registered_assets()
+    for entry in ("box", "cylinder", "sphere", "usd_file", "static_box", "usd_background"):
+        assert entry in names
+    with pytest.raises(KeyError) as info:
+        get_registered_asset("boxx")
+    assert "Unknown asset registry_name 'boxx' (did you mean 'box'?)" in str(info.value)
+    assert "cylinder" in str(info.value)
+    with pytest.raises(ValueError, match="asset 'mug' \\(registry_name 'box'\\): unknown parameter 'mass'; accepted "
+                                         "parameters: size, mass_kg, color, initial_pose, collision_mode"):
+        build_registered_asset("box", "mug", {"size": [0.1, 0.1, 0.1], "mass": 1.0})
+    with pytest.raises(ValueError, match="asset 'ball'.*radius must be > 0"):
+        build_registered_asset("sphere", "ball", {"radius": -0.1})
+    with pytest.raises(ValueError, match="asset 'ball'.*missing required parameter 'radius'"):
+        build_registered_asset("sphere", "ball", {})
+    with pytest.raises(ValueError, match="asset 'ball'.*initial_pose needs position_xyz"):
+        build_registered_asset("sphere", "ball", {"radius": 0.1, "initial_pose": {"rotation_xyzw": [0, 0, 0, 1]}})
+    with pytest.raises(ValueError, match="asset 'ball'.*unit quaternion"):
+        build_registered_asset("sphere", "ball", {"radius": 0.1, "initial_pose": {"position_xyz": [0, 0, 0],
+                                                                                   "rotation_xyzw": [0, 0, 0, 2]}})
+    with pytest.raises(ValueError, match="asset 'prop'.*usd_path 'missing.usda' does not exist"):
+        build_registered_asset("usd_file", "prop", {"usd_path": "missing.usda"})
+
+
+def test_registry_entries_geometry_and_duplicates(tmp_path):
+    cyl = build_registered_asset("cylinder", "can", {"radius": 0.03, "height": 0.12, "mass_kg": 0.4})
+    assert cyl.get_bounding_box().size == pytest.approx((0.06, 0.06, 0.12))
+    assert cyl.spawn_cfg.mass_props.mass == 0.4 and cyl.spawn_cfg.rigid_props is not None
+    ball = build_registered_asset("sphere", "ball", {"radius": 0.05})
+    assert ball.get_bounding_box().size == pytest.approx((0.1, 0.1, 0.1)) and ball.object_type is ObjectType.RIGID
+    wall = build_registered_asset("static_box", "wall", {"size": [2.0, 0.1, 1.0]})
+    assert isinstance(wall, Background) and wall.object_type is ObjectType.BASE and wall.spawn_cfg.rigid_props is None
+    prop = build_registered_asset("usd_file", "prop", {"usd_path": write_room_usd(tmp_path / "prop.usda"),
+                                                       "scale": 0.5})
+    assert prop.get_bounding_box().size == pytest.approx((0.3, 0.5, 0.02))  # room bounds (0.6 x 1.0 x 0.04) * 0.5
+
+    @register_asset("test_env_spec_widget")
+    def widget(instance_name, size=0.1):
+        return build_registered_asset("box", instance_name, {"size": [size] * 3})
+
+    assert get_registered_asset("test_env_spec_widget") is widget
+    with pytest.raises(ValueError, match="registry name 'box' is already taken"):
+        register_asset("box")(widget)
+    with pytest.raises(ValueError, match="asset 'w' \\(registry_name 'test_env_spec_widget'\\): unknown parameter "
+                                         "'sise'; accepted parameters: size"):
+        build_registered_asset("test_env_spec_widget", "w", {"sise": 1})
+
+
+# -- bad input: every message names the file, the line, the node and the key ---------------------------------------
+def _check(err: EnvSpecError, path: str, line: int, *fragments: str, key: str | None = None):
+    msg = str(err)
+    assert msg.startswith(f"{path}:{line}: "), msg
+    assert err.source == path and err.line == line
+    if key is not None:
+        assert err.key == key and f"key '{key}'" in msg, msg
+    for fragment in fragments:
+        assert fragment in msg, msg
+
+
+def test_unknown_kind(tmp_path):
+    text = BASE.replace("kind: next_to", "kind: next_too")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "next_too"), "relations[2]", "unknown relation kind 'next_too'",
+           "did you mean 'next_to'?", "position_limits (= position_limits_box)", key="kind")
+
+
+def test_unquoted_on_is_a_boolean(tmp_path):
+    text = BASE.replace("kind: 'on'", "kind: on", 1)
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "kind: on"), "relations[1] (subject 'mug', reference 'table')",
+           "YAML 1.1 reads an unquoted on", "quote it: kind: 'on'", key="kind")
+
+
+def test_unknown_subject_and_reference(tmp_path):
+    text = BASE.replace("subject: mug\n    reference: table", "subject: cup\n    reference: table")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "subject: cup"), "relations[1] (kind 'on', subject 'cup', reference 'table')",
+           "unknown subject 'cup'", "asset ids defined in this spec: bowl, mug, table", key="subject")
+    text = BASE.replace("reference: mug", "reference: plate")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "reference: plate"), "relations[2] (kind 'next_to', subject 'bowl', "
+           "reference 'plate')", "unknown reference 'plate'", key="reference")
+
+
+def test_missing_reference_for_binary_relation(tmp_path):
+    text = BASE + "  - kind: face_to\n    subject: mug\n"
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "kind: face_to"), "relations[4] (kind 'face_to', subject 'mug')",
+           "kind 'face_to' relates two assets and needs a 'reference'", key="reference")
+
+
+def test_reference_on_unary_relation(tmp_path):
+    text = BASE.replace("  - kind: is_anchor\n    subject: table\n", "  - kind: is_anchor\n    subject: table\n"
+                        "    reference: mug\n")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "reference: mug"), "relations[0] (kind 'is_anchor', subject 'table')",
+           "Relation kind 'is_anchor' must not define relation.reference", key="reference")
+
+
+def test_unknown_parameter(tmp_path):
+    text = BASE.replace("params: {clearance_m: 0.02}", "params:\n      clearence_m: 0.02")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "clearence_m"), "relations[3] (kind 'on', subject 'bowl', reference 'table')",
+           "unknown parameter 'clearence_m' (did you mean 'clearance_m'?) for On",
+           "accepted parameters: relation_loss_weight=1.0, clearance_m=0.01, edge_margin_m=0.05, overlap=False",
+           key="params.clearence_m")
+
+
+@pytest.mark.parametrize("value,fragment", [
+    ("abc", "On: clearance_m must be a number, got 'abc'"),
+    ("-0.5", "On: clearance_m must be >= 0, got -0.5"),
+    ("true", "On: clearance_m must be a number, got True"),
+    ("[0.1]", "On: clearance_m must be a number, got [0.1]"),
+])
+def test_mistyped_parameter(tmp_path, value, fragment):
+    text = BASE.replace("params: {clearance_m: 0.02}", f"params:\n      clearance_m: {value}")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "clearance_m:"), "relations[3] (kind 'on', subject 'bowl'", fragment,
+           key="params.clearance_m")
+
+
+def test_mistyped_enum_parameter(tmp_path):
+    text = BASE.replace("side: negative_y", "side: left")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "side: left"), "relations[2] (kind 'next_to', subject 'bowl', reference 'mug')",
+           "NextTo: side='left' is not a valid Side; accepted: 'positive_x'", key="params.side")
+
+
+def test_missing_required_parameter(tmp_path):
+    text = BASE + "  - kind: align_with\n    subject: bowl\n    reference: mug\n"
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "kind: align_with"), "relations[4] (kind 'align_with', subject 'bowl'",
+           "AlignWith needs parameter 'axis'", key="params.axis")
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+def test_non_finite_relation_number(tmp_path, value):
+    text = BASE.replace("distance_m: 0.03", f"distance_m: {value}")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "distance_m"), "relations[2] (kind 'next_to', subject 'bowl', reference 'mug')",
+           "is not a finite number; NaN and infinite values are not accepted", key="relations[2].params.distance_m")
+
+
+def test_non_finite_asset_number(tmp_path):
+    text = BASE.replace("size: [0.08, 0.08, 0.1]", "size: [0.08, .inf, 0.1]")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, ".inf"), "objects[0] (id 'mug')", "inf is not a finite number",
+           key="objects[0].params.size[1]")
+
+
+def test_relation_to_itself(tmp_path):
+    text = BASE.replace("reference: mug", "reference: bowl")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "reference: bowl"), "relations[2] (kind 'next_to', subject 'bowl', "
+           "reference 'bowl')", "a relation to itself", key="reference")
+
+
+def test_duplicate_asset_names(tmp_path):
+    text = BASE.replace("  - id: bowl\n", "  - id: mug\n")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "- id: mug", 2), "objects[1] (id 'mug', registry_name 'cylinder')",
+           f"duplicate asset id 'mug': already defined by objects[0] (line {line_no(text, '- id: mug')})", key="id")
+    text = BASE.replace("  - id: bowl\n", "  - id: table\n")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "- id: table"), "duplicate asset id 'table': already defined by background")
+
+
+def test_spec_file_missing_or_not_yaml(tmp_path):
+    missing = str(tmp_path / "nope.yaml")
+    with pytest.raises(EnvSpecError) as info:
+        ArenaEnvGraphSpec.from_yaml(missing)
+    assert str(info.value).startswith(f"{missing}: spec file does not exist")
+    text = "env_name: broken\nobjects:\n  - id: mug\n    registry_name: [box\n"
+    err, path = load_error(tmp_path, text)
+    assert str(err).startswith(f"{path}:") and "is not valid YAML" in str(err) and err.line is not None
+    err, path = load_error(tmp_path, "env_name: x\n\tobjects: []\n")
+    assert "is not valid YAML" in str(err) and err.line == 2
+    (tmp_path / "binary.yaml").write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(EnvSpecError, match="is not YAML: the file is not UTF-8"):
+        ArenaEnvGraphSpec.from_yaml(tmp_path / "binary.yaml")
+    err, path = load_error(tmp_path, "- kind: is_anchor\n")
+    assert str(err) == f"{path}:1: is not a spec: the top level must be a mapping with keys env_name, background, " \
+                       "objects, object_sets, object_references, relations, placer_params, num_envs, env_spacing, " \
+                       "default_physics_backend, got LineList"
+    err, path = load_error(tmp_path, "")
+    assert "the spec file is empty" in str(err)
+    with pytest.raises(EnvSpecError, match="spec path is not a file"):
+        ArenaEnvGraphSpec.from_yaml(tmp_path)
+
+
+def test_duplicate_key_in_a_mapping(tmp_path):
+    text = BASE.replace("    subject: mug\n    reference: table\n", "    subject: mug\n    subject: bowl\n"
+                        "    reference: table\n")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "subject: bowl"), "found duplicate key 'subject'")
+
+
+def test_missing_kind_and_bad_entry(tmp_path):
+    text = BASE.replace("  - kind: is_anchor\n    subject: table\n", "  - subject: table\n")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "- subject: table"), "relations[0]", "missing 'kind'")
+    text = BASE.replace("  - kind: is_anchor\n    subject: table\n", "  - is_anchor\n")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "- is_anchor"), "relations[0]", "each relation must be a mapping")
+
+
+def test_unknown_registry_name_and_asset_parameter(tmp_path):
+    text = BASE.replace("registry_name: cylinder", "registry_name: cilinder")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "cilinder"), "objects[1] (id 'bowl', registry_name 'cilinder')",
+           "Unknown asset registry_name 'cilinder' (did you mean 'cylinder'?)", key="registry_name")
+    text = BASE.replace("mass_kg: 0.25}", "mass_kg: 0.25,\n             weight: 1}")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "weight: 1"), "objects[0] (id 'mug', registry_name 'box')",
+           "unknown parameter 'weight'; accepted parameters: size, mass_kg, color, initial_pose, collision_mode",
+           key="params.weight")
+    text = BASE.replace("mass_kg: 0.25}", "mass_kg: heavy}")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "heavy"), "objects[0] (id 'mug'", "mass_kg must be a number, got 'heavy'",
+           key="params.mass_kg")
+    text = BASE.replace("  - id: bowl\n", "  - id: bowl\n    colour: red\n")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "colour"), "objects[1]", "unknown key 'colour'; accepted keys: id, registry_name, "
+           "params", key="colour")
+
+
+def test_background_must_be_a_background(tmp_path):
+    text = BASE.replace("registry_name: static_box", "registry_name: box")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "id: table"), "background (id 'table', registry_name 'box')",
+           "makes a Object, not a Background", key="registry_name")
+
+
+def test_top_level_keys(tmp_path):
+    for key in ("task", "embodiment", "external_yaml", "cli_override_specs", "env_cfg_override"):
+        text = BASE + f"{key}: {{}}\n"
+        err, path = load_error(tmp_path, text)
+        _check(err, path, line_no(text, f"{key}:"), f"top-level key '{key}' is not supported yet", key=key)
+    text = BASE + "seed: 4\n"
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "seed: 4"), "unknown top-level key 'seed'; accepted keys: env_name, background",
+           key="seed")
+    text = BASE + "num_envs: 0\n"
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "num_envs"), "'num_envs' must be a positive integer, got 0", key="num_envs")
+
+
+@pytest.mark.parametrize("block,fragment,key", [
+    ("{placement_seed: 'x'}", "'placer_params.placement_seed' must be an integer or null, got 'x'",
+     "placer_params.placement_seed"),
+    ("{seed: 3}", "unknown key 'placer_params.seed'; ObjectPlacerParams fields accepted here: solver_params",
+     "placer_params.seed"),
+    ("{solver_params: {strategies: {}}}", "'placer_params.solver_params.strategies' holds loss strategy objects and "
+     "cannot be set from YAML", "placer_params.solver_params.strategies"),
+    ("{reachability_config: {embodiment: droid}}", "'placer_params.reachability_config.embodiment' holds an "
+     "embodiment object", "placer_params.reachability_config.embodiment"),
+    ("{solver_params: {lr: -1.0}}", "RelationSolverParams.lr must be a finite number >= 0",
+     "placer_params.solver_params.lr"),
+    ("{solver_params: {collision_mode: sdf}}", "must be one of 'bbox', 'mesh'",
+     "placer_params.solver_params.collision_mode"),
+    ("{enabled_checks: [on_relation], required_checks: [no_overlap]}", "required_checks ['no_overlap'] are not in "
+     "enabled_checks", "placer_params.required_checks"),
+])
+def test_bad_placer_params(tmp_path, block, fragment, key):
+    text = BASE + f"placer_params: {block}\n"
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "placer_params"), "placer_params", fragment, key=key)
+
+
+def test_restriction_errors_name_the_file_and_line(tmp_path):
+    text = BASE.replace("initial_pose: {position_xyz: [0.0, 0.0, 0.375]}",
+                        "initial_pose: {position_xyz: [0.0, 0.0, 0.375], rotation_xyzw: [0.0, 0.0, 0.2588190, 0.9659258]}")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "kind: is_anchor"), "relations[0] (kind 'is_anchor', subject 'table')",
+           "asset 'table', relation is_anchor()", "not a multiple of 90 degrees about world Z")
+    text = BASE.replace("params: {size: [0.08, 0.08, 0.1], mass_kg: 0.25}", "params: {size: [0.95, 0.08, 0.1]}")
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "kind: 'on'"), "relations[1] (kind 'on', subject 'mug', reference 'table')",
+           "asset 'mug', relation on(table)", "larger than the 0.900 m")
+
+
+def test_object_reference_errors(tmp_path):
+    room = write_room_usd(tmp_path / "room.usda")
+    head = f"env_name: refs\nbackground:\n  id: room\n  registry_name: usd_background\n  params: {{usd_path: {room}}}\n"
+    text = head + "object_references:\n  - id: top\n    parent_id: room\n    prim_path: counter\n"
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "prim_path: counter"), "object_references[0] (id 'top')",
+           "prim_path '{ENV_REGEX_NS}/usd_background/counter'", "prim 'counter' is not in", key="prim_path")
+    text = head + "object_references:\n  - id: top\n    parent_id: kitchen\n    prim_path: table\n"
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "parent_id: kitchen"), "unknown parent_id 'kitchen'", "room", key="parent_id")
+    text = head + "object_references:\n  - id: top\n    parent_id: room\n    prim_path: table\n    object_type: static\n"
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "object_type"), "'object_type' 'static' is not accepted; use one of rigid, base, "
+           "articulation", key="object_type")
+    text = "env_name: refs\nobject_references:\n  - id: top\n    parent_id: room\n    prim_path: table\n"
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "prim_path"), "relative prim_path 'table'", "the spec has no background",
+           key="prim_path")
+
+
+def test_object_set_errors(tmp_path):
+    text = BASE + "object_sets:\n  - id: fruit\n    members: [cube_4cm, banana]\n"
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "members"), "object_sets[0] (id 'fruit')", "Unknown asset registry_name 'banana'",
+           key="members[1]")
+    text = BASE + "object_sets:\n  - id: fruit\n    members: [cube_4cm]\n    params: {scale: 2}\n"
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "scale"), "unknown parameter 'scale' of an object set", key="params.scale")
+    text = BASE + "object_sets:\n  - id: fruit\n    members: []\n"
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "members"), "'members' must be a non-empty list", key="members")
+
+
+def test_from_dict_without_file(tmp_path):
+    spec = ArenaEnvGraphSpec.from_yaml(write(tmp_path, BASE))
+    assert ArenaEnvGraphSpec.from_dict(spec.to_dict()) == spec
+    data = spec.to_dict()
+    data["relations"][1]["kind"] = True
+    with pytest.raises(EnvSpecError) as info:
+        ArenaEnvGraphSpec.from_dict(data, source="generated")
+    assert str(info.value).startswith("generated: relations[1]") and "quote it: kind: 'on'" in str(info.value)
+
+
+def test_every_relation_kind_is_accepted_by_the_loader():
+    # each YAML kind maps to a class whose parameters the loader can name
+    from isaaclab_arena.env_spec.relation_spec import relation_parameters
+
+    for kind, cls in RELATION_KINDS.items():
+        assert cls.yaml_kind == kind
+        names = relation_parameters(cls)
+        assert "parent" not in names and all(isinstance(n, str) for n in names)
+    assert math.isclose(relation_parameters(On)["clearance_m"], 0.01)
