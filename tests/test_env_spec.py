@@ -315,6 +315,22 @@ def test_python_env_round_trip(tmp_path):
                                                          "rotation_xyzw": [0.0, 0.0, 1.0, 0.0]}
 
 
+def _shipped_specs() -> list[str]:
+    import glob
+
+    from isaaclab_arena import ARENA_ROOT
+
+    return sorted(glob.glob(os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "**", "*.yaml"), recursive=True))
+
+
+@pytest.mark.parametrize("spec_path", _shipped_specs(), ids=os.path.basename)
+def test_shipped_specs_round_trip(tmp_path, spec_path):
+    spec = ArenaEnvGraphSpec.from_yaml(spec_path)
+    env = spec.to_arena_env()
+    saved = spec_from_arena_env(env, num_envs=spec.num_envs).to_yaml(tmp_path / "saved.yaml")
+    assert env_signature(ArenaEnvGraphSpec.from_yaml(saved).to_arena_env()) == env_signature(env)
+
+
 def test_spec_from_env_rejects_what_yaml_cannot_express():
     handmade = Object("mug", rigid(sim_utils.CuboidCfg, size=(0.1, 0.1, 0.1)))
     with pytest.raises(EnvSpecError, match="asset 'mug'.*was not made from the asset registry"):
@@ -676,3 +692,62 @@ def test_every_relation_kind_is_accepted_by_the_loader():
         names = relation_parameters(cls)
         assert "parent" not in names and all(isinstance(n, str) for n in names)
     assert math.isclose(relation_parameters(On)["clearance_m"], 0.01)
+
+
+# -- procedural entries in a real kit-less Isaac Lab env -----------------------------------------------------------
+PHYSICS_SPEC = """\
+env_name: procedural_drop
+background:
+  id: table
+  registry_name: static_box
+  params:
+    size: [1.0, 0.8, 0.4]
+    initial_pose: {position_xyz: [0.0, 0.0, 0.2]}
+objects:
+  - id: block
+    registry_name: box
+    params: {size: [0.1, 0.06, 0.04], initial_pose: {position_xyz: [0.2, 0.1, 0.43]}}
+  - id: can
+    registry_name: cylinder
+    params: {radius: 0.03, height: 0.12, mass_kg: 0.3, initial_pose: {position_xyz: [-0.2, 0.1, 0.47]}}
+  - id: ball_stand
+    registry_name: static_box
+    params: {size: [0.2, 0.2, 0.1], initial_pose: {position_xyz: [0.0, -0.2, 0.45]}}
+  - id: ball
+    registry_name: sphere
+    params: {radius: 0.04, initial_pose: {position_xyz: [0.0, -0.2, 0.55]}}
+relations:
+  - {kind: is_anchor, subject: table}
+"""
+
+
+def test_procedural_entries_rest_where_their_bounds_say(tmp_path):
+    """Spawned from the spec, each shape settles with its bounds' bottom on the surface below it (top of the
+    table at z = 0.40 m, top of the static stand at z = 0.50 m): the collider matches the geometry the
+    placement uses."""
+    import torch
+    from isaaclab.app import launch_simulation
+
+    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
+
+    arena_env = ArenaEnvGraphSpec.from_yaml(write(tmp_path, PHYSICS_SPEC)).to_arena_env()
+    expected = {name: surface - arena_env.get_asset(name).get_bounding_box().min_point[2]
+                for name, surface in (("block", 0.40), ("can", 0.40), ("ball", 0.50))}
+    builder = ArenaEnvBuilder(arena_env, ArenaEnvBuilderCfg(num_envs=2, env_spacing=2.0,
+                                                            gym_id="test_env_spec_procedural"))
+    env_cfg = builder.compose_manager_cfg()
+    with launch_simulation(env_cfg, {"headless": True, "device": "cpu"}):
+        env = builder.make_registered(env_cfg)
+        try:
+            env.reset()
+            zero = torch.zeros(2, 0)
+            for _ in range(60):
+                env.step(zero)
+            scene = env.unwrapped.scene
+            for name, z in expected.items():
+                local = scene[name].data.root_pos_w.torch - scene.env_origins
+                speed = scene[name].data.root_lin_vel_w.torch.norm(dim=-1)
+                assert local[:, 2].tolist() == pytest.approx([z, z], abs=3e-3), name
+                assert float(speed.max()) < 0.05, name
+        finally:
+            env.close()

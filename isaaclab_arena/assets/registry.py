@@ -46,8 +46,8 @@ def _qualname(fn: AssetFactory) -> str:
 def register_asset(registry_name: str) -> Callable[[AssetFactory], AssetFactory]:
     """Decorator that registers ``factory(instance_name, **params)`` under ``registry_name``.
 
-    Re-registering the same function (a module imported twice) is allowed; registering a different
-    factory under a name already taken raises ``ValueError`` naming both.
+    Re-registering the same module-level function (a module imported twice) is allowed; registering a
+    different factory under a name already taken raises ``ValueError`` naming both.
     """
     if not isinstance(registry_name, str) or not registry_name or not registry_name.replace("_", "a").isalnum():
         raise ValueError(f"register_asset: registry_name must be a non-empty identifier (letters, digits, _), "
@@ -57,7 +57,10 @@ def register_asset(registry_name: str) -> Callable[[AssetFactory], AssetFactory]
         if not callable(factory):
             raise TypeError(f"register_asset('{registry_name}'): the factory must be callable, got {factory!r}")
         existing = _REGISTRY.get(registry_name)
-        if existing is not None and existing is not factory and _qualname(existing) != _qualname(factory):
+        # the same module-level function imported again (a reload) may re-register; anything else may not
+        same = existing is factory or (existing is not None and _qualname(existing) == _qualname(factory)
+                                       and "<locals>" not in _qualname(factory))
+        if existing is not None and not same:
             raise ValueError(f"register_asset: registry name '{registry_name}' is already taken by "
                              f"{_qualname(existing)}; {_qualname(factory)} needs another name")
         _REGISTRY[registry_name] = factory
@@ -150,5 +153,14 @@ def build_registered_asset(registry_name: str, instance_name: str, params: dict 
                          f"named '{asset.name}'; it must use the instance name it is given")
     if asset.registry_name is None:
         asset.registry_name = registry_name
-        asset.registry_params = copy.deepcopy(params)
+        asset.registry_params = _plain_copy(params)
     return asset
+
+
+def _plain_copy(value):
+    """A copy of ``value`` made of plain dicts and lists (YAML loaders may hand in dict/list subclasses)."""
+    if isinstance(value, dict):
+        return {k: _plain_copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_copy(v) for v in value]
+    return copy.deepcopy(value)

@@ -16,7 +16,7 @@ import warp as wp
 from isaaclab_arena.assets.asset import Background, PlaceableAsset
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.object_reference import ObjectReference
-from isaaclab_arena.relations.kernels.tables import SceneTables
+from isaaclab_arena.relations.kernels.tables import SceneTables, vec6i, vec8f, vec10f, vec10i
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
 from isaaclab_arena.relations.relations import (
     AlignWith,
@@ -55,9 +55,13 @@ RELATION_CHECK: dict[type, str | None] = {
     PositionLimitsCylindrical: None,
 }
 _BIG = 1.0e9
-# Projection kind ids of kernels/tables.py (KIND_*); also the priority when intervals conflict.
-_PROJ_KIND = {AlignWith: 0, NextTo: 1, PositionLimitsBox: 2, AtPosition: 3, ClutterOn: 4, On: 5}
-_PROJ_TABLE = {On: "on", ClutterOn: "cl", NextTo: "nt", AlignWith: "al", AtPosition: "at", PositionLimitsBox: "lb"}
+#: A check passes when its relation's excess is at most this (metres): float32 rounding room.
+VALIDATION_SLACK_M = 1.0e-6
+# Kind ids of kernels/tables.py (KIND_*); 0..5 are projected, the id is their priority.
+_KIND = {AlignWith: 0, NextTo: 1, PositionLimitsBox: 2, AtPosition: 3, ClutterOn: 4, On: 5, NotNextTo: 6,
+         PositionLimitsCylindrical: 7, FaceTo: 8}
+_MAX_PROJ_KIND = 5
+_NUM_KINDS = 9
 
 
 class MeshCollisionNotAvailableError(NotImplementedError):
@@ -77,6 +81,16 @@ class CompiledRelation:
     @property
     def description(self) -> str:
         return f"'{self.subject}' {self.relation.describe()}"
+
+
+@dataclass(frozen=True)
+class CollisionObject:
+    """An object taking part in no_overlap: ``index`` into the object order, ``movable`` unless an anchor
+    or passive obstacle. Bounds come from the batch (movables) or ``fixed_lo/hi`` (fixed objects)."""
+
+    name: str
+    index: int
+    movable: bool
 
 
 @dataclass
@@ -107,13 +121,17 @@ class PlacementProblem:
     fixed_lo: torch.Tensor
     fixed_hi: torch.Tensor
     tables: SceneTables
-    rank: wp.array
-    adj_start: wp.array
-    adj_pair: wp.array
     checkpoints: wp.array
     on_z_tolerance_m: float
     checks_present: set[str] = field(default_factory=set)
     _keep: list = field(default_factory=list, repr=False)
+
+    @property
+    def collision_objects(self) -> list[CollisionObject]:
+        """What ``validate_batch(batch, collision_objects)`` receives."""
+        used = sorted({k for pair in self.pairs for k in pair})
+        names = self.all_names
+        return [CollisionObject(names[k], k, k < self.num_objects) for k in used]
 
     @property
     def num_objects(self) -> int:
@@ -266,7 +284,7 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
 
     # -- per-object attributes ----------------------------------------------------------------------
     params_yaw = placer_params.random_yaw_init
-    base_rot, yaw_mode, init_support, clutter_row = [], [], [], [-1] * n_mov
+    base_rot, yaw_mode, init_support = [], [], []
     ra_pos, ra_rot, ra_on = [], [], []
     for a in movables:
         rot = a.rotate_around_solution
@@ -289,10 +307,8 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
             ra_rot.append((0.0, 0.0, 0.0))
             ra_on.append(0)
 
-    # -- relation tables ----------------------------------------------------------------------------
-    rows: dict[str, list[dict]] = {k: [] for k in ("on", "cl", "nt", "nn", "al", "at", "lb", "cy", "ft")}
-    compiled: list[CompiledRelation] = []
-    proj: list[list[tuple[int, int, int]]] = [[] for _ in movables]  # (rank, kind, row)
+    # -- relation table (one row per relation, rows grouped by kind) ----------------------------------
+    rows: list[tuple[int, list[int], list[float], RelationBase, PlaceableAsset]] = []
     pinned = np.zeros((n_mov, 3), bool)
     exempt: set[tuple[int, int]] = set()
     pair_clear_override: dict[tuple[int, int], float] = {}
@@ -303,110 +319,114 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
     for c, a in enumerate(movables):
         for rel in a.get_relations():
             t = type(rel)
-            if t not in RELATION_CHECK:
+            if t not in _KIND:
                 continue
-            rid = len(compiled)
-            parent = rel.parent
-            p = index[parent.name] if parent is not None else -1
-            compiled.append(CompiledRelation(rid, rel, a.name, parent.name if parent is not None else None,
-                                             RELATION_CHECK[t]))
+            kind = _KIND[t]
+            p = index[rel.parent.name] if rel.parent is not None else -1
+            axis, flag, f = 0, 0, [0.0] * 8
             if t is On:
-                rows["on"].append(dict(child=c, parent=p, clear=rel.clearance_m, margin=rel.edge_margin_m,
-                                       overlap=int(rel.overlap), w=weight(rel), rid=rid))
+                f[0], f[1], flag = rel.clearance_m, rel.edge_margin_m, int(rel.overlap)
                 pinned[c, 2] = True
                 exempt.add((min(c, p), max(c, p)))
             elif t is ClutterOn:
-                rows["cl"].append(dict(child=c, parent=p, spread=rel.spread, clear=rel.clearance_m,
-                                       gap=max(rel.gap_m, sp.clearance_m), margin=rel.edge_margin_m, w=weight(rel),
-                                       rid=rid))
-                clutter_row[c] = len(rows["cl"]) - 1
+                f[0], f[1], f[2], f[3] = rel.spread, rel.clearance_m, max(rel.gap_m, sp.clearance_m), rel.edge_margin_m
                 exempt.add((min(c, p), max(c, p)))
             elif t is NextTo:
-                rows["nt"].append(dict(child=c, parent=p, axis=rel.side.axis_index, sign=rel.side.sign,
-                                       dist=rel.distance_m, tol=rel.tolerance_m,
-                                       ratio=rel.cross_position_ratio or 0.0,
-                                       has_ratio=int(rel.cross_position_ratio is not None), w=weight(rel), rid=rid))
+                axis, flag = rel.side.axis_index, int(rel.cross_position_ratio is not None)
+                f[0], f[1], f[2], f[3] = rel.side.sign, rel.distance_m, rel.tolerance_m, rel.cross_position_ratio or 0.0
                 key = (min(c, p), max(c, p))
                 pair_clear_override[key] = min(pair_clear_override.get(key, sp.clearance_m), rel.distance_m)
             elif t is NotNextTo:
                 strat = sp.strategy_for(NotNextTo)
-                rows["nn"].append(dict(child=c, parent=p, axis=rel.side.axis_index, sign=rel.side.sign,
-                                       tol=rel.tolerance_m, margin=float(getattr(strat, "margin_m", 0.0)),
-                                       w=weight(rel), rid=rid))
+                axis = rel.side.axis_index
+                f[0], f[1], f[2] = rel.side.sign, rel.tolerance_m, float(getattr(strat, "margin_m", 0.0))
             elif t is AlignWith:
-                rows["al"].append(dict(child=c, parent=p, axis=rel.axis.index, off=rel.offset_m, tol=rel.tolerance_m,
-                                       w=weight(rel), rid=rid))
+                axis = rel.axis.index
+                f[0], f[1] = rel.offset_m, rel.tolerance_m
             elif t is AtPosition:
                 vals = (rel.x, rel.y, rel.z)
-                mask = tuple(1.0 if v is not None else 0.0 for v in vals)
-                rows["at"].append(dict(child=c, mask=mask, val=tuple(v if v is not None else 0.0 for v in vals),
-                                       w=weight(rel), rid=rid))
-                for ax in range(3):
-                    if vals[ax] is not None:
+                for ax, v in enumerate(vals):
+                    if v is not None:
+                        f[ax], f[3 + ax] = 1.0, v
                         pinned[c, ax] = True
             elif t is PositionLimitsBox:
-                lims = (rel.x_limits, rel.y_limits, rel.z_limits)
-                rows["lb"].append(dict(child=c, lo=tuple(-_BIG if l[0] is None else l[0] for l in lims),
-                                       hi=tuple(_BIG if l[1] is None else l[1] for l in lims), w=weight(rel), rid=rid))
+                for ax, (lo, hi) in enumerate((rel.x_limits, rel.y_limits, rel.z_limits)):
+                    f[ax] = -_BIG if lo is None else lo
+                    f[3 + ax] = _BIG if hi is None else hi
             elif t is PositionLimitsCylindrical:
-                rows["cy"].append(dict(child=c, center=(rel.center_x, rel.center_y),
-                                       rmin=-1.0 if rel.radius_min is None else rel.radius_min,
-                                       rmax=-1.0 if rel.radius_max is None else rel.radius_max, w=weight(rel), rid=rid))
-            elif t is FaceTo:
-                rows["ft"].append(dict(child=c, target=p, rid=rid))
-            if t in _PROJ_KIND:
-                proj[c].append((_PROJ_KIND[t], _PROJ_KIND[t], len(rows[_PROJ_TABLE[t]]) - 1))
+                f[0], f[1] = rel.center_x, rel.center_y
+                f[2] = -1.0 if rel.radius_min is None else rel.radius_min
+                f[3] = -1.0 if rel.radius_max is None else rel.radius_max
+            if t is not FaceTo:
+                f[7] = weight(rel)
+            rows.append((kind, [kind, c, p, axis, flag, 0], f, rel, a))
+    rows.sort(key=lambda r: r[0])  # stable: scene order within a kind
+    compiled: list[CompiledRelation] = []
+    for rid, row in enumerate(rows):
+        row[1][5] = rid
+        rel, a = row[3], row[4]
+        compiled.append(CompiledRelation(rid, rel, a.name, rel.parent.name if rel.parent is not None else None,
+                                         RELATION_CHECK[type(rel)]))
+    kind_start = np.searchsorted(np.array([r[0] for r in rows], np.int64), np.arange(_NUM_KINDS + 1), side="left")
+    proj: list[list[tuple[int, int]]] = [[] for _ in movables]
+    for rid, row in enumerate(rows):
+        if row[0] <= _MAX_PROJ_KIND:
+            proj[row[1][1]].append((row[0], rid))
 
     # -- no_overlap pairs ---------------------------------------------------------------------------
     colliders_fixed = [n_mov + f for f, a in enumerate(fixed) if not isinstance(a, Background)]
-    pairs, pair_clear, pair_axes = [], [], []
+    pairs, pair_f = [], []
 
     def axes_for(i, j):
-        ax = []
-        for k in range(3):
-            both = pinned[i, k] and (j >= n_mov or pinned[j, k])
-            ax.append(0.0 if both else 1.0)
-        if not any(ax[:2]) and not ax[2]:
+        ax = [0.0 if (pinned[i, k] and (j >= n_mov or pinned[j, k])) else 1.0 for k in range(3)]
+        if not any(ax):
             ax = [1.0, 1.0, 0.0]
-        return tuple(ax)
+        return ax
 
     for i in range(n_mov):
         for j in list(range(i + 1, n_mov)) + colliders_fixed:
             if (min(i, j), max(i, j)) in exempt:
                 continue
             pairs.append((i, j))
-            pair_clear.append(pair_clear_override.get((min(i, j), max(i, j)), sp.clearance_m))
-            pair_axes.append(axes_for(i, j))
+            pair_f.append([pair_clear_override.get((min(i, j), max(i, j)), sp.clearance_m)] + axes_for(i, j))
     adj = [[] for _ in range(n_mov)]
     for k, (i, j) in enumerate(pairs):
         adj[i].append(k)
         if j < n_mov:
             adj[j].append(k)
-    adj_start = np.cumsum([0] + [len(x) for x in adj]).astype(np.int32)
-    adj_pair = np.array([k for x in adj for k in x] or [0], np.int32)
-    rank = np.zeros(max(n_mov, 1), np.int32)
+
+    # -- per-object rows ----------------------------------------------------------------------------
+    rank = [0] * n_mov
     for pos, k in enumerate(order_local):
         rank[k] = pos
-
-    # -- projection CSR ------------------------------------------------------------------------------
-    proj_start, proj_kind, proj_row = [0], [], []
-    for c in range(n_mov):
-        for _, kind, row in sorted(proj[c]):
-            proj_kind.append(kind)
-            proj_row.append(row)
-        proj_start.append(len(proj_kind))
+    clutter_rel = [-1] * n_mov
+    for rid, row in enumerate(rows):
+        if row[0] == _KIND[ClutterOn]:
+            clutter_rel[row[1][1]] = rid
+    obj_i, obj_f, proj_flat, adj_flat = [], [], [], []
+    for c, a in enumerate(movables):
+        p0 = len(proj_flat)
+        proj_flat += [rid for _, rid in sorted(proj[c])]
+        a0 = len(adj_flat)
+        adj_flat += adj[c]
+        obj_i.append([yaw_mode[c], init_support[c], order_local[c], clutter_rel[c], ra_on[c], p0, len(proj_flat),
+                      rank[c], a0, len(adj_flat)])
+        obj_f.append(list(base_rot[c]) + list(ra_pos[c]) + list(ra_rot[c]))
 
     # -- warp struct --------------------------------------------------------------------------------
     keep: list = []
 
-    def arr(values, dtype, default):
-        values = list(values) or [default]
-        a = wp.array(np.asarray(values, dtype=_np_dtype(dtype)), dtype=dtype, device=device)
+    def arr(values, dtype, width=None, default_dtype=np.float32):
+        npd = np.int32 if dtype in (int, vec6i, vec10i, wp.vec2i) else np.float32
+        values = np.asarray(values, dtype=npd)
+        if values.size == 0:
+            values = np.zeros((1,) if width is None else (1, width), dtype=npd)
+        a = wp.array(values, dtype=dtype, device=device)
         keep.append(a)
         return a
 
     T = SceneTables()
-    T.n_mov, T.n_all = n_mov, n_all
+    T.n_mov, T.n_all, T.n_pairs = n_mov, n_all, len(pairs)
     t_local_lo = torch.tensor(local_lo, dtype=torch.float32, device=device)
     t_local_hi = torch.tensor(local_hi, dtype=torch.float32, device=device)
     t_fixed_lo = torch.tensor(fixed_lo, dtype=torch.float32, device=device)
@@ -416,65 +436,27 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
     T.fixed_lo = wp.from_torch(t_fixed_lo, dtype=wp.vec3)
     T.fixed_hi = wp.from_torch(t_fixed_hi, dtype=wp.vec3)
     keep += [T.local_lo, T.local_hi, T.fixed_lo, T.fixed_hi]
-    T.base_rot = arr(base_rot, wp.quat, (0.0, 0.0, 0.0, 1.0))
-    T.yaw_mode = arr(yaw_mode, int, 0)
-    T.init_support = arr(init_support, int, 0)
-    T.order = arr(order_local, int, 0)
-    T.clutter = arr(clutter_row, int, -1)
-    T.ra_pos = arr(ra_pos, wp.vec3, (0.0, 0.0, 0.0))
-    T.ra_rot = arr(ra_rot, wp.vec3, (0.0, 0.0, 0.0))
-    T.ra_on = arr(ra_on, int, 0)
-    T.proj_start = arr(proj_start, int, 0)
-    T.proj_kind = arr(proj_kind, int, 0)
-    T.proj_row = arr(proj_row, int, 0)
-
-    spec = {
-        "on": [("child", int, 0), ("parent", int, 0), ("clear", float, 0.0), ("margin", float, 0.0),
-               ("overlap", int, 0), ("w", float, 0.0), ("rid", int, 0)],
-        "cl": [("child", int, 0), ("parent", int, 0), ("spread", float, 0.0), ("clear", float, 0.0),
-               ("gap", float, 0.0), ("margin", float, 0.0), ("w", float, 0.0), ("rid", int, 0)],
-        "nt": [("child", int, 0), ("parent", int, 0), ("axis", int, 0), ("sign", float, 1.0), ("dist", float, 0.0),
-               ("tol", float, 0.0), ("ratio", float, 0.0), ("has_ratio", int, 0), ("w", float, 0.0), ("rid", int, 0)],
-        "nn": [("child", int, 0), ("parent", int, 0), ("axis", int, 0), ("sign", float, 1.0), ("tol", float, 0.0),
-               ("margin", float, 0.0), ("w", float, 0.0), ("rid", int, 0)],
-        "al": [("child", int, 0), ("parent", int, 0), ("axis", int, 0), ("off", float, 0.0), ("tol", float, 0.0),
-               ("w", float, 0.0), ("rid", int, 0)],
-        "at": [("child", int, 0), ("mask", wp.vec3, (0.0, 0.0, 0.0)), ("val", wp.vec3, (0.0, 0.0, 0.0)),
-               ("w", float, 0.0), ("rid", int, 0)],
-        "lb": [("child", int, 0), ("lo", wp.vec3, (0.0, 0.0, 0.0)), ("hi", wp.vec3, (0.0, 0.0, 0.0)),
-               ("w", float, 0.0), ("rid", int, 0)],
-        "cy": [("child", int, 0), ("center", wp.vec2, (0.0, 0.0)), ("rmin", float, 0.0), ("rmax", float, 0.0),
-               ("w", float, 0.0), ("rid", int, 0)],
-        "ft": [("child", int, 0), ("target", int, 0), ("rid", int, 0)],
-    }
-    for short, fields in spec.items():
-        setattr(T, f"n_{short}", len(rows[short]))
-        for name, dtype, default in fields:
-            setattr(T, f"{short}_{name}", arr([r[name] for r in rows[short]], dtype, default))
-    T.n_pairs = len(pairs)
-    T.pr_i = arr([p[0] for p in pairs], int, 0)
-    T.pr_j = arr([p[1] for p in pairs], int, 0)
-    T.pr_clear = arr(pair_clear, float, 0.0)
-    T.pr_axes = arr(pair_axes, wp.vec3, (1.0, 1.0, 1.0))
+    T.kind_start = arr(kind_start, int)
+    T.obj_i = arr(obj_i, vec10i, 10)
+    T.obj_f = arr(obj_f, vec10f, 10)
+    T.rel_i = arr([r[1] for r in rows], vec6i, 6)
+    T.rel_f = arr([r[2] for r in rows], vec8f, 8)
+    T.proj = arr(proj_flat, int)
+    T.adj = arr(adj_flat, int)
+    T.pair_i = arr(pairs, wp.vec2i, 2)
+    T.pair_f = arr(pair_f, wp.vec4, 4)
     T.pair_w = float(sp.collision_strategy.slope)
     T.on_ztol = float(placer_params.on_relation_z_tolerance_m)
-    T.slack = 1.0e-6
+    T.slack = VALIDATION_SLACK_M
 
-    checkpoints = arr(sp.get_checkpoints(), int, 0)
+    checkpoints = arr(list(sp.get_checkpoints()), int)
     present = {"no_overlap"} | {c.check for c in compiled if c.check}
     return PlacementProblem(
         device=device, num_envs=num_envs, placement_seed=placement_seed,
         object_names=[a.name for a in movables], fixed_names=[a.name for a in fixed], relations=compiled,
         pairs=pairs, local_lo=t_local_lo, local_hi=t_local_hi, fixed_lo=t_fixed_lo, fixed_hi=t_fixed_hi,
-        tables=T, rank=arr(rank, int, 0), adj_start=arr(adj_start, int, 0), adj_pair=arr(adj_pair, int, 0),
-        checkpoints=checkpoints, on_z_tolerance_m=float(placer_params.on_relation_z_tolerance_m),
+        tables=T, checkpoints=checkpoints, on_z_tolerance_m=float(placer_params.on_relation_z_tolerance_m),
         checks_present=present, _keep=keep)
-
-
-def _np_dtype(dtype):
-    if dtype is int:
-        return np.int32
-    return np.float32
 
 
 def placement_signature(assets, num_envs: int, placer_params, device: str) -> tuple:

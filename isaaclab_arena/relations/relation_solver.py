@@ -91,8 +91,8 @@ class RelationSolver:
         if settings is None:
             settings = self.settings(problem.placement_seed, do_init, do_post, max_iters, problem)
         wp.launch(solve_kernel, dim=b, device=problem.device,
-                  inputs=[problem.tables, st, settings, wp.from_torch(env_ids), wp.from_torch(draw_ids), problem.rank,
-                          problem.adj_start, problem.adj_pair, sc.f2, sc.i2, sc.i1, sc.f1,
+                  inputs=[problem.tables, st, settings, wp.from_torch(env_ids), wp.from_torch(draw_ids),
+                          sc.f2, sc.i2, sc.i1, sc.f1,
                           wp.from_torch(loss), wp.from_torch(iterations)])
 
     def solve(self, problem: PlacementProblem, batch: PlacementCandidateBatch) -> None:

@@ -25,23 +25,28 @@ from isaaclab_arena.relations.kernels.geometry import (
     yaw_quat,
 )
 from isaaclab_arena.relations.kernels.tables import (
-    KIND_ALIGN,
-    KIND_AT,
-    KIND_CLUTTER,
-    KIND_LIMITS,
-    KIND_NEXT_TO,
-    KIND_ON,
+    KIND_CYLINDER,
+    KIND_FACE_TO,
+    KIND_NOT_NEXT_TO,
+    OI_ADJ0,
+    OI_ADJ1,
+    OI_CLUTTER,
+    OI_ORDER,
+    OI_PROJ0,
+    OI_PROJ1,
+    OI_RANDOM,
+    OI_RANK,
+    OI_SUPPORT,
+    OI_YAW,
+    RF_W,
     CandidateState,
     SceneTables,
 )
 from isaaclab_arena.relations.kernels.violations import (
-    align_interval,
-    clutter_interval,
     cylinder_raw,
-    next_to_interval,
     not_next_to_raw,
     obj_bounds,
-    on_interval,
+    relation_interval,
 )
 
 
@@ -62,52 +67,21 @@ class SolveSettings:
 
 
 @wp.func
-def refresh_offsets(T: SceneTables, S: CandidateState, b: int, e: int, i: int):
-    lo, hi = rotated_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i])
-    S.olo[b, i] = lo
-    S.ohi[b, i] = hi
-
-
-@wp.func
 def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio: int):
-    """Moves object i's origin onto the intersection of its relation intervals (highest priority
+    """Moves object i's origin onto the intersection of its relation intervals (the highest-priority
     interval alone where they conflict on an axis)."""
     olo = S.olo[b, i]
     ohi = S.ohi[b, i]
-    big_lo = wp.vec3(-BIG)
-    big_hi = wp.vec3(BIG)
-    lo_all = big_lo
-    hi_all = big_hi
-    lo_pri = big_lo
-    hi_pri = big_hi
-    for k in range(T.proj_start[i], T.proj_start[i + 1]):
-        kind = T.proj_kind[k]
-        r = T.proj_row[k]
-        lo = big_lo
-        hi = big_hi
-        if kind == KIND_ON:
-            plo, phi = obj_bounds(T, S, b, e, T.on_parent[r])
-            lo, hi = on_interval(olo, ohi, plo, phi, T.on_clear[r], T.on_margin[r], T.on_overlap[r])
-        elif kind == KIND_CLUTTER:
-            plo, phi = obj_bounds(T, S, b, e, T.cl_parent[r])
-            lo, hi = clutter_interval(olo, ohi, plo, phi, T.cl_spread[r], T.cl_clear[r], T.cl_margin[r])
-        elif kind == KIND_NEXT_TO:
-            plo, phi = obj_bounds(T, S, b, e, T.nt_parent[r])
-            lo, hi = next_to_interval(olo, ohi, plo, phi, T.nt_axis[r], T.nt_sign[r], T.nt_dist[r], T.nt_tol[r],
-                                      T.nt_ratio[r], T.nt_has_ratio[r], at_ratio)
-        elif kind == KIND_ALIGN:
-            plo, phi = obj_bounds(T, S, b, e, T.al_parent[r])
-            lo, hi = align_interval(olo, ohi, plo, phi, T.al_axis[r], T.al_off[r], T.al_tol[r])
-        elif kind == KIND_AT:
-            mask = T.at_mask[r]
-            val = T.at_val[r]
-            for a in range(3):
-                if mask[a] > 0.0:
-                    lo[a] = val[a]
-                    hi[a] = val[a]
-        elif kind == KIND_LIMITS:
-            lo = T.lb_lo[r]
-            hi = T.lb_hi[r]
+    lo_all = wp.vec3(-BIG)
+    hi_all = wp.vec3(BIG)
+    lo_pri = wp.vec3(-BIG)
+    hi_pri = wp.vec3(BIG)
+    oi = T.obj_i[i]
+    for k in range(oi[OI_PROJ0], oi[OI_PROJ1]):
+        r = T.proj[k]
+        ri = T.rel_i[r]
+        plo, phi = obj_bounds(T, S, b, e, wp.max(ri[2], 0))
+        lo, hi = relation_interval(ri[0], ri[3], ri[4], T.rel_f[r], olo, ohi, plo, phi, at_ratio)
         for a in range(3):
             if lo[a] > -BIG or hi[a] < BIG:
                 lo_all[a] = wp.max(lo_all[a], lo[a])
@@ -128,15 +102,19 @@ def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio:
 @wp.func
 def face_to_update(T: SceneTables, S: CandidateState, b: int, e: int):
     """Heading of every FaceTo subject: local +X toward the target's XY centre; bounds refit."""
-    for r in range(T.n_ft):
-        i = T.ft_child[r]
-        tlo, thi = obj_bounds(T, S, b, e, T.ft_target[r])
+    for r in range(T.kind_start[KIND_FACE_TO], T.kind_start[KIND_FACE_TO + 1]):
+        ri = T.rel_i[r]
+        i = ri[1]
+        tlo, thi = obj_bounds(T, S, b, e, ri[2])
         p = S.x[b, i]
         dx = 0.5 * (tlo[0] + thi[0]) - p[0]
         dy = 0.5 * (tlo[1] + thi[1]) - p[1]
         if dx * dx + dy * dy > 1.0e-12:
-            S.rot[b, i] = yaw_quat(wp.atan2(dy, dx))
-            refresh_offsets(T, S, b, e, i)
+            q = yaw_quat(wp.atan2(dy, dx))
+            S.rot[b, i] = q
+            lo, hi = rotated_offsets(q, T.local_lo[e, i], T.local_hi[e, i])
+            S.olo[b, i] = lo
+            S.ohi[b, i] = hi
 
 
 @wp.func
@@ -147,22 +125,23 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
     tolerance) instead of the solver's."""
     vmax = float(-BIG)
     for k in range(T.n_pairs):
-        i = T.pr_i[k]
-        j = T.pr_j[k]
+        ij = T.pair_i[k]
+        pf = T.pair_f[k]
+        i = ij[0]
+        j = ij[1]
         lo_i, hi_i = obj_bounds(T, S, b, e, i)
         lo_j, hi_j = obj_bounds(T, S, b, e, j)
-        c = T.pr_clear[k]
+        c = pf[0]
         if check_level != 0:
             c = 0.0
         o = box_overlaps(lo_i, hi_i, lo_j, hi_j, c)
         d = vmin3(o)
         vmax = wp.max(vmax, d)
         if accumulate != 0 and d + margin > 0.0:
-            axes = T.pr_axes[k]
             best = float(BIG)
             kk = int(0)
             for a in range(3):
-                if axes[a] > 0.0 and o[a] < best:
+                if pf[1 + a] > 0.0 and o[a] < best:
                     best = o[a]
                     kk = a
             s = (lo_i[kk] + hi_i[kk]) - (lo_j[kk] + hi_j[kk])
@@ -173,60 +152,70 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
             S.g[b, i] = S.g[b, i] - push
             if j < T.n_mov:
                 S.g[b, j] = S.g[b, j] + push
-    for r in range(T.n_nn):
-        ci = T.nn_child[r]
-        pi = T.nn_parent[r]
+    for r in range(T.kind_start[KIND_NOT_NEXT_TO], T.kind_start[KIND_NOT_NEXT_TO + 1]):
+        ri = T.rel_i[r]
+        f = T.rel_f[r]
+        ci = ri[1]
+        pi = ri[2]
         clo, chi = obj_bounds(T, S, b, e, ci)
         plo, phi = obj_bounds(T, S, b, e, pi)
-        depth, grad = not_next_to_raw(clo, chi, plo, phi, T.nn_axis[r], T.nn_sign[r], T.nn_margin[r])
+        depth, grad = not_next_to_raw(clo, chi, plo, phi, ri[3], f[0], f[2])
         lim = float(0.0)
         if check_level != 0:
-            lim = T.nn_tol[r]
+            lim = f[1]
         vmax = wp.max(vmax, depth - lim)
         if accumulate != 0 and depth + margin > 0.0:
-            S.g[b, ci] = S.g[b, ci] + T.nn_w[r] * grad
+            S.g[b, ci] = S.g[b, ci] + f[RF_W] * grad
             if pi < T.n_mov:
-                S.g[b, pi] = S.g[b, pi] - T.nn_w[r] * grad
-    for r in range(T.n_cy):
-        ci = T.cy_child[r]
-        depth, grad, cause = cylinder_raw(S.x[b, ci], T.cy_center[r], T.cy_rmin[r], T.cy_rmax[r])
+                S.g[b, pi] = S.g[b, pi] - f[RF_W] * grad
+    for r in range(T.kind_start[KIND_CYLINDER], T.kind_start[KIND_CYLINDER + 1]):
+        ri = T.rel_i[r]
+        f = T.rel_f[r]
+        ci = ri[1]
+        depth, grad, cause = cylinder_raw(S.x[b, ci], wp.vec2(f[0], f[1]), f[2], f[3])
         vmax = wp.max(vmax, depth)
         if accumulate != 0 and depth + margin > 0.0:
-            S.g[b, ci] = S.g[b, ci] + T.cy_w[r] * grad
+            S.g[b, ci] = S.g[b, ci] + f[RF_W] * grad
     return vmax
 
 
 @wp.func
-def placed_penetration(T: SceneTables, S: CandidateState, b: int, e: int, i: int, rank_i: int,
-                       rank: wp.array(dtype=int), adj_start: wp.array(dtype=int), adj_pair: wp.array(dtype=int)) -> float:
+def placed_penetration(T: SceneTables, S: CandidateState, b: int, e: int, i: int, rank_i: int) -> float:
     """Sum of clearance-grown penetrations of object i with fixed objects and earlier-placed movables."""
     total = float(0.0)
     lo_i, hi_i = obj_bounds(T, S, b, e, i)
-    for q in range(adj_start[i], adj_start[i + 1]):
-        k = adj_pair[q]
-        j = T.pr_i[k]
+    oi = T.obj_i[i]
+    for q in range(oi[OI_ADJ0], oi[OI_ADJ1]):
+        k = T.adj[q]
+        ij = T.pair_i[k]
+        j = ij[0]
         if j == i:
-            j = T.pr_j[k]
-        if j >= T.n_mov or rank[j] < rank_i:
+            j = ij[1]
+        placed = j >= T.n_mov
+        if not placed:
+            placed = T.obj_i[j][OI_RANK] < rank_i
+        if placed:
             lo_j, hi_j = obj_bounds(T, S, b, e, j)
-            total += wp.max(vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, T.pr_clear[k])), 0.0)
+            total += wp.max(vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][0])), 0.0)
     return total
 
 
 @wp.func
-def clutter_raise(T: SceneTables, S: CandidateState, b: int, e: int, i: int, rank_i: int,
-                  rank: wp.array(dtype=int), adj_start: wp.array(dtype=int), adj_pair: wp.array(dtype=int)):
-    """Lifts a ClutterOn release above every earlier-placed footprint it overlaps (gap_m grown)."""
-    r = T.clutter[i]
-    gap = T.cl_gap[r]
+def clutter_raise(T: SceneTables, S: CandidateState, b: int, e: int, i: int, rank_i: int, gap: float):
+    """Lifts a ClutterOn release above every earlier-placed footprint it overlaps (gap grown)."""
     lo_i, hi_i = obj_bounds(T, S, b, e, i)
     bottom = lo_i[2]
-    for q in range(adj_start[i], adj_start[i + 1]):
-        k = adj_pair[q]
-        j = T.pr_i[k]
+    oi = T.obj_i[i]
+    for q in range(oi[OI_ADJ0], oi[OI_ADJ1]):
+        k = T.adj[q]
+        ij = T.pair_i[k]
+        j = ij[0]
         if j == i:
-            j = T.pr_j[k]
-        if j >= T.n_mov or rank[j] < rank_i:
+            j = ij[1]
+        placed = j >= T.n_mov
+        if not placed:
+            placed = T.obj_i[j][OI_RANK] < rank_i
+        if placed:
             lo_j, hi_j = obj_bounds(T, S, b, e, j)
             o = box_overlaps(lo_i, hi_i, lo_j, hi_j, gap)
             if o[0] > 0.0 and o[1] > 0.0:
@@ -238,37 +227,42 @@ def clutter_raise(T: SceneTables, S: CandidateState, b: int, e: int, i: int, ran
 
 @wp.kernel(enable_backward=False)
 def solve_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp.array(dtype=wp.int64),
-                 draw_ids: wp.array(dtype=wp.int64), rank: wp.array(dtype=int), adj_start: wp.array(dtype=int),
-                 adj_pair: wp.array(dtype=int), dummy_f2: wp.array2d(dtype=float), dummy_i2: wp.array2d(dtype=int),
-                 dummy_i: wp.array(dtype=int), dummy_f: wp.array(dtype=float), loss_out: wp.array(dtype=float),
-                 iters_out: wp.array(dtype=int)):
+                 draw_ids: wp.array(dtype=wp.int64), dummy_f2: wp.array2d(dtype=float),
+                 dummy_i2: wp.array2d(dtype=int), dummy_i: wp.array(dtype=int), dummy_f: wp.array(dtype=float),
+                 loss_out: wp.array(dtype=float), iters_out: wp.array(dtype=int)):
     b = wp.tid()
     e = int(env_ids[b])
     st = candidate_rng(P.seed, e, int(draw_ids[b]))
     n = T.n_mov
     zero = wp.vec3(0.0)
+    has_face = T.kind_start[KIND_FACE_TO + 1] > T.kind_start[KIND_FACE_TO]
 
     # ---- initial candidate (PlacementCandidateGenerator): rotations, then On-tree positions
     if P.do_init != 0:
         for i in range(n):
-            q = T.base_rot[i]
-            if T.yaw_mode[i] == 1:
+            of = T.obj_f[i]
+            q = wp.quat(of[0], of[1], of[2], of[3])
+            if T.obj_i[i][OI_YAW] == 1:
                 q = yaw_quat(wp.randf(st, -PI, PI)) * q
             S.rot[b, i] = q
-            refresh_offsets(T, S, b, e, i)
-            slo, shi = obj_bounds(T, S, b, e, T.init_support[i])
+            lo, hi = rotated_offsets(q, T.local_lo[e, i], T.local_hi[e, i])
+            S.olo[b, i] = lo
+            S.ohi[b, i] = hi
+            slo, shi = obj_bounds(T, S, b, e, T.obj_i[i][OI_SUPPORT])
             S.x[b, i] = 0.5 * (slo + shi)
-        for oi in range(n):
-            i = T.order[oi]
+        for k in range(n):
+            i = T.obj_i[k][OI_ORDER]
+            oi = T.obj_i[i]
+            rank_i = oi[OI_RANK]
+            cl = oi[OI_CLUTTER]
             best = S.x[b, i]
             best_rot = S.rot[b, i]
             best_pen = float(BIG)
             for t in range(P.init_tries):
-                slo, shi = obj_bounds(T, S, b, e, T.init_support[i])
-                if T.clutter[i] >= 0:
-                    r = T.clutter[i]
+                slo, shi = obj_bounds(T, S, b, e, oi[OI_SUPPORT])
+                if cl >= 0:
                     c = 0.5 * (slo + shi)
-                    h = 0.5 * T.cl_spread[r] * (shi - slo)
+                    h = 0.5 * T.rel_f[cl][0] * (shi - slo)
                     slo = c - h
                     shi = c + h
                 olo = S.olo[b, i]
@@ -282,12 +276,12 @@ def solve_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: w
                         cc = wp.randf(st, lo_c, hi_c)
                     p[a] = cc - 0.5 * (olo[a] + ohi[a])
                 S.x[b, i] = p
-                if T.yaw_mode[i] == 2:
+                if oi[OI_YAW] == 2:
                     face_to_update(T, S, b, e)
                 project(T, S, b, e, i, 1)
-                if T.clutter[i] >= 0:
-                    clutter_raise(T, S, b, e, i, oi, rank, adj_start, adj_pair)
-                pen = placed_penetration(T, S, b, e, i, oi, rank, adj_start, adj_pair)
+                if cl >= 0:
+                    clutter_raise(T, S, b, e, i, rank_i, T.rel_f[cl][2])
+                pen = placed_penetration(T, S, b, e, i, rank_i)
                 if pen < best_pen:
                     best_pen = pen
                     best = S.x[b, i]
@@ -296,10 +290,14 @@ def solve_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: w
                     break
             S.x[b, i] = best
             S.rot[b, i] = best_rot
-            refresh_offsets(T, S, b, e, i)
+            lo, hi = rotated_offsets(best_rot, T.local_lo[e, i], T.local_hi[e, i])
+            S.olo[b, i] = lo
+            S.ohi[b, i] = hi
     else:
         for i in range(n):
-            refresh_offsets(T, S, b, e, i)
+            lo, hi = rotated_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i])
+            S.olo[b, i] = lo
+            S.ohi[b, i] = hi
     for i in range(n):
         S.m[b, i] = zero
         S.v[b, i] = zero
@@ -310,7 +308,8 @@ def solve_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: w
     b1t = float(1.0)
     b2t = float(1.0)
     while it < P.max_iters:
-        face_to_update(T, S, b, e)
+        if has_face:
+            face_to_update(T, S, b, e)
         for i in range(n):
             S.g[b, i] = zero
         vmax = penalties(T, S, b, e, 0, P.margin, 1)
@@ -334,22 +333,25 @@ def solve_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: w
             step = wp.vec3(m[0] / (wp.sqrt(v[0]) + P.eps), m[1] / (wp.sqrt(v[1]) + P.eps),
                            m[2] / (wp.sqrt(v[2]) + P.eps))
             S.x[b, i] = S.x[b, i] - lr_t * step
-        for oi in range(n):
-            project(T, S, b, e, T.order[oi], 0)
+        for k in range(n):
+            project(T, S, b, e, T.obj_i[k][OI_ORDER], 0)
 
     # ---- after solving: FaceTo headings, RandomAroundSolution (RotateAroundSolution is the base rotation)
     if P.do_post != 0:
-        face_to_update(T, S, b, e)
+        if has_face:
+            face_to_update(T, S, b, e)
         for i in range(n):
-            if T.ra_on[i] != 0:
-                hp = T.ra_pos[i]
-                hr = T.ra_rot[i]
-                d = wp.vec3(wp.randf(st, -1.0, 1.0) * hp[0], wp.randf(st, -1.0, 1.0) * hp[1],
-                            wp.randf(st, -1.0, 1.0) * hp[2])
+            if T.obj_i[i][OI_RANDOM] != 0:
+                of = T.obj_f[i]
+                d = wp.vec3(wp.randf(st, -1.0, 1.0) * of[4], wp.randf(st, -1.0, 1.0) * of[5],
+                            wp.randf(st, -1.0, 1.0) * of[6])
                 S.x[b, i] = S.x[b, i] + d
-                dq = rpy_quat(wp.randf(st, -1.0, 1.0) * hr[0], wp.randf(st, -1.0, 1.0) * hr[1],
-                              wp.randf(st, -1.0, 1.0) * hr[2])
-                S.rot[b, i] = wp.normalize(dq * S.rot[b, i])
-                refresh_offsets(T, S, b, e, i)
+                dq = rpy_quat(wp.randf(st, -1.0, 1.0) * of[7], wp.randf(st, -1.0, 1.0) * of[8],
+                              wp.randf(st, -1.0, 1.0) * of[9])
+                q = wp.normalize(dq * S.rot[b, i])
+                S.rot[b, i] = q
+                lo, hi = rotated_offsets(q, T.local_lo[e, i], T.local_hi[e, i])
+                S.olo[b, i] = lo
+                S.ohi[b, i] = hi
     loss_out[b] = evaluate_candidate(T, S, b, e, 0, dummy_f2, dummy_i2, dummy_i2, dummy_i, dummy_f)
     iters_out[b] = it

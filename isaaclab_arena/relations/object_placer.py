@@ -1,0 +1,158 @@
+"""Rank stage and the public entry point: ``ObjectPlacer`` compiles a scene once, then generates,
+solves, validates and ranks candidate batches; ``place()`` returns the best layout per env.
+
+A layout is a pure function of (scene, placement seed, env id, draw id): batch size and env count never
+change it. Positions are env-local metres, rotations xyzw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch
+from isaaclab_arena.relations.placement_candidate_generator import (
+    PlacementCandidateGenerator,
+    as_id_tensor,
+    new_batch,
+)
+from isaaclab_arena.relations.placement_problem import (
+    PlacementProblem,
+    compile_placement_problem,
+    placement_signature,
+)
+from isaaclab_arena.relations.relation_solver import RelationSolver
+from isaaclab_arena.relations.validation.diagnostics import RejectionRecord, rejection_records, summary_lines
+from isaaclab_arena.relations.validation.runner import PlacementValidationRunner
+
+
+@dataclass
+class PlacementResult:
+    """The best-ranked candidate of one env.
+
+    Attributes:
+        env_id: Environment.
+        success: Every required check passed (callers must check it before using the poses).
+        positions / rotations: Object name -> env-local origin (m) / xyzw quaternion.
+        loss: Solver loss of the candidate.
+        check_results: Check -> verdict.
+        sample_id: Draw index of the candidate.
+        rejections: Why it failed (empty on success): check, cause, violation in metres.
+    """
+
+    env_id: int
+    success: bool
+    positions: dict[str, tuple[float, float, float]]
+    rotations: dict[str, tuple[float, float, float, float]]
+    loss: float
+    check_results: dict[str, bool]
+    sample_id: int = 0
+    rejections: list[RejectionRecord] = field(default_factory=list)
+
+
+def rank_order(batch: PlacementCandidateBatch) -> torch.Tensor:
+    """Candidate indices grouped by env (ascending), each env's candidates ranked by required-check
+    failures, then optional-check failures, then loss."""
+    idx = torch.argsort(batch.loss, stable=True)
+    for key in (batch.optional_failures, batch.required_failures, batch.env_ids):
+        idx = idx[torch.argsort(key[idx], stable=True)]
+    return idx
+
+
+def best_per_env(batch: PlacementCandidateBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """(env ids present, index of each one's best-ranked candidate)."""
+    order = rank_order(batch)
+    envs = batch.env_ids[order]
+    first = torch.ones_like(envs, dtype=torch.bool)
+    first[1:] = envs[1:] != envs[:-1]
+    return envs[first], order[first]
+
+
+class ObjectPlacer:
+    """Places relation-driven assets for every env.
+
+    Args:
+        params: Placer settings; ``placement_seed=None`` draws one seed from torch's RNG at construction
+            (``self.placement_seed``), so the layouts of one placer stay consistent.
+    """
+
+    def __init__(self, params: ObjectPlacerParams | None = None):
+        self.params = params or ObjectPlacerParams()
+        seed = self.params.placement_seed
+        self.placement_seed = int(seed) if seed is not None else int(torch.randint(0, 2**31 - 1, (1,)).item())
+        self.solver = RelationSolver(self.params.solver_params)
+        self.generator = PlacementCandidateGenerator(self.solver)
+        self._runner: PlacementValidationRunner | None = None
+        self._problems: dict[tuple, PlacementProblem] = {}
+
+    @property
+    def runner(self) -> PlacementValidationRunner:
+        """Validators built once from the registry and enabled/required checks."""
+        if self._runner is None:
+            self._runner = PlacementValidationRunner.from_params(self.params)
+        return self._runner
+
+    def compile(self, assets, num_envs: int, device: str = "cpu") -> PlacementProblem:
+        """The compiled scene (cached until the assets, relations or settings change)."""
+        assets = list(assets)
+        key = placement_signature(assets, num_envs, self.params, device)
+        problem = self._problems.get(key)
+        if problem is None:
+            if len(self._problems) > 8:
+                self._problems.clear()
+            problem = compile_placement_problem(assets, num_envs, self.placement_seed, self.params, device)
+            self._problems[key] = problem
+        return problem
+
+    def place_problem(self, problem: PlacementProblem, env_ids: torch.Tensor,
+                      draw_ids: torch.Tensor) -> PlacementCandidateBatch:
+        """Generate -> solve -> modifiers -> validate for already-compiled ``problem`` (the hot path).
+        ``env_ids`` / ``draw_ids``: (B,) int64 on the problem's device."""
+        batch = new_batch(problem, env_ids, draw_ids)
+        self.solver.run(problem, env_ids, draw_ids, batch.positions, batch.rotations, batch.loss, batch.iterations,
+                        do_init=True, do_post=True)
+        self.runner.run(batch, problem.collision_objects if self.runner.expensive or self._custom else None)
+        return batch
+
+    @property
+    def _custom(self) -> bool:
+        from isaaclab_arena.relations.validation.checks import KernelCheckValidator
+
+        return any(not isinstance(v, KernelCheckValidator) for v in self.runner.validators)
+
+    def place_batch(self, assets, env_ids, draw_ids, num_envs: int, device: str = "cpu") -> PlacementCandidateBatch:
+        """Solves and validates candidates (env_ids[k], draw_ids[k]) of the scene ``assets``."""
+        problem = self.compile(assets, num_envs, device)
+        env_ids = as_id_tensor(env_ids, device, "env_ids")
+        draw_ids = as_id_tensor(draw_ids, device, "draw_ids")
+        if env_ids.shape != draw_ids.shape:
+            raise ValueError(f"env_ids {tuple(env_ids.shape)} and draw_ids {tuple(draw_ids.shape)} must have one shape")
+        if env_ids.numel() and (int(env_ids.min()) < 0 or int(env_ids.max()) >= num_envs):
+            raise ValueError(f"env_ids must lie in [0, {num_envs}) for num_envs={num_envs}")
+        batch = self.place_problem(problem, env_ids, draw_ids)
+        if self.params.verbose:
+            for line in summary_lines(batch):
+                print(line)
+        return batch
+
+    def place(self, assets, num_envs: int = 1, device: str = "cpu", draw_offset: int = 0) -> list[PlacementResult]:
+        """``max_placement_attempts`` candidates per env, ranked; the best one per env as a result."""
+        n = self.params.max_placement_attempts
+        env_ids = torch.arange(num_envs, device=device).repeat_interleave(n)
+        draw_ids = torch.arange(n, device=device).repeat(num_envs) + int(draw_offset)
+        batch = self.place_batch(assets, env_ids, draw_ids, num_envs, device)
+        envs, best = best_per_env(batch)
+        sub = batch.select(best)
+        recs = rejection_records(sub)
+        by_cand: dict[int, list[RejectionRecord]] = {}
+        for r in recs:
+            by_cand.setdefault(r.candidate, []).append(r)
+        results = []
+        for k, cand in enumerate(sub.candidates):
+            results.append(PlacementResult(
+                env_id=int(envs[k]), success=bool(sub.passed[k]), positions=cand.positions, rotations=cand.rotations,
+                loss=cand.loss, check_results=cand.check_results, sample_id=cand.sample_id,
+                rejections=[r for r in by_cand.get(k, []) if not cand.check_results.get(r.check, True)]))
+        return results
