@@ -110,17 +110,10 @@ class ObjectPlacer:
                       draw_ids: torch.Tensor) -> PlacementCandidateBatch:
         """Generate -> solve -> modifiers -> validate for already-compiled ``problem`` (the hot path).
         ``env_ids`` / ``draw_ids``: (B,) int64 on the problem's device."""
-        batch = new_batch(problem, env_ids, draw_ids)
-        self.solver.run(problem, env_ids, draw_ids, batch.positions, batch.rotations, batch.loss, batch.iterations,
-                        do_init=True, do_post=True)
-        self.runner.run(batch, problem.collision_objects if self.runner.expensive or self._custom else None)
+        batch = self.solver.run_fused(problem, env_ids, draw_ids)
+        runner = self.runner
+        runner.run(batch, problem.collision_objects if (runner.expensive or runner.custom) else None)
         return batch
-
-    @property
-    def _custom(self) -> bool:
-        from isaaclab_arena.relations.validation.checks import KernelCheckValidator
-
-        return any(not isinstance(v, KernelCheckValidator) for v in self.runner.validators)
 
     def place_batch(self, assets, env_ids, draw_ids, num_envs: int, device: str = "cpu") -> PlacementCandidateBatch:
         """Solves and validates candidates (env_ids[k], draw_ids[k]) of the scene ``assets``."""
@@ -135,6 +128,39 @@ class ObjectPlacer:
         if self.params.verbose:
             for line in summary_lines(batch):
                 print(line)
+        return batch
+
+    def validate_poses(self, assets, positions, rotations=None, env_ids=None, num_envs: int = 1,
+                       device: str = "cpu") -> PlacementCandidateBatch:
+        """Runs the enabled checks on given layouts (no solving): ``positions`` (B, n, 3) env-local metres
+        and ``rotations`` (B, n, 4) xyzw (identity when None) in the order of the compiled
+        ``object_names``, or a dict name -> (x, y, z) for a single layout."""
+        problem = self.compile(assets, num_envs, device)
+        names = problem.object_names
+        if isinstance(positions, dict):
+            missing = [n for n in names if n not in positions]
+            if missing:
+                raise ValueError(f"validate_poses: positions lack placed objects {missing}; expected {names}")
+            positions = [[positions[n] for n in names]]
+            if isinstance(rotations, dict):
+                rotations = [[rotations.get(n, (0.0, 0.0, 0.0, 1.0)) for n in names]]
+        pos = torch.as_tensor(positions, dtype=torch.float32, device=device).reshape(-1, len(names), 3)
+        b = pos.shape[0]
+        if rotations is None:
+            rot = torch.zeros((b, len(names), 4), dtype=torch.float32, device=device)
+            rot[..., 3] = 1.0
+        else:
+            rot = torch.as_tensor(rotations, dtype=torch.float32, device=device).reshape(b, len(names), 4)
+        env = torch.zeros(b, dtype=torch.int64, device=device) if env_ids is None else as_id_tensor(env_ids, device,
+                                                                                                   "env_ids")
+        batch = new_batch(problem, env, torch.zeros(b, dtype=torch.int64, device=device))
+        batch.positions.copy_(pos)
+        batch.rotations.copy_(rot)
+        batch.iterations.zero_()
+        from isaaclab_arena.relations.validation.kernel_checks import kernel_verdicts
+
+        kernel_verdicts(batch, write_loss=True)
+        self.runner.run(batch, problem.collision_objects)
         return batch
 
     def place(self, assets, num_envs: int = 1, device: str = "cpu", draw_offset: int = 0) -> list[PlacementResult]:

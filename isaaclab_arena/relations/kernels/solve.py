@@ -28,6 +28,7 @@ from isaaclab_arena.relations.kernels.tables import (
     KIND_CYLINDER,
     KIND_FACE_TO,
     KIND_NOT_NEXT_TO,
+    KIND_ON,
     OI_ADJ0,
     OI_ADJ1,
     OI_CLUTTER,
@@ -41,6 +42,7 @@ from isaaclab_arena.relations.kernels.tables import (
     RF_W,
     CandidateState,
     SceneTables,
+    vec10f,
 )
 from isaaclab_arena.relations.kernels.violations import (
     cylinder_raw,
@@ -62,6 +64,7 @@ class SolveSettings:
     eps: float
     margin: float
     do_post: int
+    write_checks: int
     checkpoints: wp.array(dtype=int)
     n_checkpoints: int
 
@@ -94,9 +97,47 @@ def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio:
             p[a] = wp.clamp(p[a], lo_all[a], hi_all[a])
         elif lo_pri[a] <= hi_pri[a]:
             p[a] = wp.clamp(p[a], lo_pri[a], hi_pri[a])
+            lo_all[a] = lo_pri[a]
+            hi_all[a] = hi_pri[a]
         else:
             p[a] = 0.5 * (lo_pri[a] + hi_pri[a])
+            lo_all[a] = p[a]
+            hi_all[a] = p[a]
     S.x[b, i] = p
+    S.ilo[b, i] = lo_all
+    S.ihi[b, i] = hi_all
+
+
+@wp.func
+def can_move(T: SceneTables, S: CandidateState, b: int, k: int, a: int, direction: float) -> bool:
+    """Whether object k may move along axis a in ``direction`` without leaving its projection interval."""
+    if k >= T.n_mov:
+        return False
+    x = S.x[b, k][a]
+    if direction > 0.0:
+        return x < S.ihi[b, k][a] - 1.0e-6
+    return x > S.ilo[b, k][a] + 1.0e-6
+
+
+@wp.func
+def solver_offsets(q: wp.quat, llo: wp.vec3, lhi: wp.vec3, of: vec10f, random_on: int):
+    """Bounds the solver uses: the rotated box, grown to cover every pose RandomAroundSolution may
+    later draw (position half ranges; for rotation ranges the circumscribed circle, or sphere when
+    roll/pitch vary), so a solved layout stays valid after the modifier."""
+    lo, hi = rotated_offsets(q, llo, lhi)
+    if random_on != 0:
+        c = 0.5 * (lo + hi)
+        h = 0.5 * (hi - lo)
+        if of[7] > 0.0 or of[8] > 0.0:
+            r = wp.length(h)
+            h = wp.vec3(r, r, r)
+        elif of[9] > 0.0:
+            r = wp.sqrt(h[0] * h[0] + h[1] * h[1])
+            h = wp.vec3(r, r, h[2])
+        h = h + wp.vec3(of[4], of[5], of[6])
+        lo = c - h
+        hi = c + h
+    return lo, hi
 
 
 @wp.func
@@ -112,9 +153,38 @@ def face_to_update(T: SceneTables, S: CandidateState, b: int, e: int):
         if dx * dx + dy * dy > 1.0e-12:
             q = yaw_quat(wp.atan2(dy, dx))
             S.rot[b, i] = q
-            lo, hi = rotated_offsets(q, T.local_lo[e, i], T.local_hi[e, i])
+            lo, hi = solver_offsets(q, T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], T.obj_i[i][OI_RANDOM])
             S.olo[b, i] = lo
             S.ohi[b, i] = hi
+
+
+@wp.func
+def not_next_to_push(T: SceneTables, S: CandidateState, b: int, ci: int, pi: int, clo: wp.vec3, chi: wp.vec3,
+                     plo: wp.vec3, phi: wp.vec3, axis: int, sign: float, margin: float) -> wp.vec3:
+    """Gradient direction of a NotNextTo keep-out depth: the shallowest way out (back past the side
+    face, or out of either lateral edge of the grown footprint) that the subject or parent can move."""
+    c = 1 - axis
+    if sign > 0.0:
+        past = chi[axis] - phi[axis]
+    else:
+        past = plo[axis] - clo[axis]
+    lat1 = chi[c] - (plo[c] - margin)
+    lat2 = (phi[c] + margin) - clo[c]
+    best = float(BIG)
+    grad = wp.vec3(0.0)
+    if past < best and (can_move(T, S, b, ci, axis, -sign) or can_move(T, S, b, pi, axis, sign)):
+        best = past
+        grad = unit(axis) * sign
+    if lat1 < best and (can_move(T, S, b, ci, c, -1.0) or can_move(T, S, b, pi, c, 1.0)):
+        best = lat1
+        grad = unit(c)
+    if lat2 < best and (can_move(T, S, b, ci, c, 1.0) or can_move(T, S, b, pi, c, -1.0)):
+        best = lat2
+        grad = -unit(c)
+    if best >= BIG:
+        d, g0 = not_next_to_raw(clo, chi, plo, phi, axis, sign, margin)
+        grad = g0
+    return grad
 
 
 @wp.func
@@ -138,16 +208,27 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
         d = vmin3(o)
         vmax = wp.max(vmax, d)
         if accumulate != 0 and d + margin > 0.0:
+            # push along the least-overlapping axis on which one of the two can still move apart
             best = float(BIG)
-            kk = int(0)
+            kk = int(-1)
+            sg = float(1.0)
             for a in range(3):
-                if pf[1 + a] > 0.0 and o[a] < best:
+                sa = float(1.0)
+                if (lo_i[a] + hi_i[a]) - (lo_j[a] + hi_j[a]) < 0.0:
+                    sa = -1.0
+                free = can_move(T, S, b, i, a, sa) or can_move(T, S, b, j, a, -sa)
+                if pf[1 + a] > 0.0 and free and o[a] < best:
                     best = o[a]
                     kk = a
-            s = (lo_i[kk] + hi_i[kk]) - (lo_j[kk] + hi_j[kk])
-            sg = float(1.0)
-            if s < 0.0:
-                sg = -1.0
+                    sg = sa
+            if kk < 0:
+                for a in range(3):
+                    if pf[1 + a] > 0.0 and o[a] < best:
+                        best = o[a]
+                        kk = a
+                        sg = float(1.0)
+                        if (lo_i[a] + hi_i[a]) - (lo_j[a] + hi_j[a]) < 0.0:
+                            sg = -1.0
             push = unit(kk) * (T.pair_w * sg)
             S.g[b, i] = S.g[b, i] - push
             if j < T.n_mov:
@@ -165,6 +246,7 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
             lim = f[1]
         vmax = wp.max(vmax, depth - lim)
         if accumulate != 0 and depth + margin > 0.0:
+            grad = not_next_to_push(T, S, b, ci, pi, clo, chi, plo, phi, ri[3], f[0], f[2])
             S.g[b, ci] = S.g[b, ci] + f[RF_W] * grad
             if pi < T.n_mov:
                 S.g[b, pi] = S.g[b, pi] - f[RF_W] * grad
@@ -176,7 +258,58 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
         vmax = wp.max(vmax, depth)
         if accumulate != 0 and depth + margin > 0.0:
             S.g[b, ci] = S.g[b, ci] + f[RF_W] * grad
+    # projected relations to a movable parent that lost an interval conflict: push the parent
+    for r in range(T.kind_start[KIND_ON + 1]):
+        ri = T.rel_i[r]
+        pi = ri[2]
+        if pi >= 0 and pi < T.n_mov:
+            ci = ri[1]
+            res, shift = parent_residual(T, S, b, e, r)
+            vmax = wp.max(vmax, res)
+            if accumulate != 0 and res > 0.0:
+                w = T.rel_f[r][RF_W]
+                S.g[b, pi] = S.g[b, pi] - wp.vec3(w * wp.sign(shift[0]), w * wp.sign(shift[1]), w * wp.sign(shift[2]))
     return vmax
+
+
+@wp.func
+def parent_residual(T: SceneTables, S: CandidateState, b: int, e: int, r: int):
+    """How far (m) the subject of projected relation row r lies outside that relation's interval (the
+    largest axis), and the per-axis shift of the (movable) parent that would make it satisfiable."""
+    ri = T.rel_i[r]
+    ci = ri[1]
+    plo, phi = obj_bounds(T, S, b, e, ri[2])
+    lo, hi = relation_interval(ri[0], ri[3], ri[4], T.rel_f[r], S.olo[b, ci], S.ohi[b, ci], plo, phi, 0)
+    x = S.x[b, ci]
+    res = float(0.0)
+    shift = wp.vec3(0.0)
+    for a in range(3):
+        if lo[a] - x[a] > 1.0e-6:
+            res = wp.max(res, lo[a] - x[a])
+            shift[a] = x[a] - lo[a]
+        if x[a] - hi[a] > 1.0e-6:
+            res = wp.max(res, x[a] - hi[a])
+            shift[a] = x[a] - hi[a]
+    return res, shift
+
+
+@wp.func
+def repair_parents(T: SceneTables, S: CandidateState, b: int, e: int, i: int):
+    """Initial sampling: shifts a movable parent so that object i's relation to it becomes satisfiable
+    (e.g. a NextTo side that would leave the support), then re-projects both."""
+    oi = T.obj_i[i]
+    moved = int(0)
+    for k in range(oi[OI_PROJ0], oi[OI_PROJ1]):
+        r = T.proj[k]
+        pi = T.rel_i[r][2]
+        if pi >= 0 and pi < T.n_mov:
+            res, shift = parent_residual(T, S, b, e, r)
+            if res > 0.0:
+                S.x[b, pi] = S.x[b, pi] + shift
+                project(T, S, b, e, pi, 0)
+                moved = 1
+    if moved != 0:
+        project(T, S, b, e, i, 1)
 
 
 @wp.func
@@ -197,6 +330,23 @@ def placed_penetration(T: SceneTables, S: CandidateState, b: int, e: int, i: int
         if placed:
             lo_j, hi_j = obj_bounds(T, S, b, e, j)
             total += wp.max(vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][0])), 0.0)
+    # penalised relations of i whose parent is already placed
+    for r in range(T.kind_start[KIND_NOT_NEXT_TO], T.kind_start[KIND_CYLINDER + 1]):
+        ri = T.rel_i[r]
+        if ri[1] == i:
+            f = T.rel_f[r]
+            if ri[0] == KIND_CYLINDER:
+                depth, grad, cause = cylinder_raw(S.x[b, i], wp.vec2(f[0], f[1]), f[2], f[3])
+                total += wp.max(depth, 0.0)
+            else:
+                pj = ri[2]
+                placed = pj >= T.n_mov
+                if not placed:
+                    placed = T.obj_i[pj][OI_RANK] < rank_i
+                if placed:
+                    plo, phi = obj_bounds(T, S, b, e, pj)
+                    depth, grad = not_next_to_raw(lo_i, hi_i, plo, phi, ri[3], f[0], f[2])
+                    total += wp.max(depth, 0.0)
     return total
 
 
@@ -227,9 +377,11 @@ def clutter_raise(T: SceneTables, S: CandidateState, b: int, e: int, i: int, ran
 
 @wp.kernel(enable_backward=False)
 def solve_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp.array(dtype=wp.int64),
-                 draw_ids: wp.array(dtype=wp.int64), dummy_f2: wp.array2d(dtype=float),
-                 dummy_i2: wp.array2d(dtype=int), dummy_i: wp.array(dtype=int), dummy_f: wp.array(dtype=float),
-                 loss_out: wp.array(dtype=float), iters_out: wp.array(dtype=int)):
+                 draw_ids: wp.array(dtype=wp.int64), rel_excess: wp.array2d(dtype=float),
+                 rel_cause: wp.array2d(dtype=int), checks: wp.array2d(dtype=int), ov_pair: wp.array(dtype=int),
+                 ov_depth: wp.array(dtype=float), loss_out: wp.array(dtype=float), iters_out: wp.array(dtype=int)):
+    """Solves candidate b. With ``P.write_checks`` the final evaluation also writes the inexpensive
+    checks' verdicts and per-relation violations (the same function the check kernel runs)."""
     b = wp.tid()
     e = int(env_ids[b])
     st = candidate_rng(P.seed, e, int(draw_ids[b]))
@@ -245,7 +397,7 @@ def solve_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: w
             if T.obj_i[i][OI_YAW] == 1:
                 q = yaw_quat(wp.randf(st, -PI, PI)) * q
             S.rot[b, i] = q
-            lo, hi = rotated_offsets(q, T.local_lo[e, i], T.local_hi[e, i])
+            lo, hi = solver_offsets(q, T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], T.obj_i[i][OI_RANDOM])
             S.olo[b, i] = lo
             S.ohi[b, i] = hi
             slo, shi = obj_bounds(T, S, b, e, T.obj_i[i][OI_SUPPORT])
@@ -279,6 +431,7 @@ def solve_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: w
                 if oi[OI_YAW] == 2:
                     face_to_update(T, S, b, e)
                 project(T, S, b, e, i, 1)
+                repair_parents(T, S, b, e, i)
                 if cl >= 0:
                     clutter_raise(T, S, b, e, i, rank_i, T.rel_f[cl][2])
                 pen = placed_penetration(T, S, b, e, i, rank_i)
@@ -290,14 +443,16 @@ def solve_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: w
                     break
             S.x[b, i] = best
             S.rot[b, i] = best_rot
-            lo, hi = rotated_offsets(best_rot, T.local_lo[e, i], T.local_hi[e, i])
+            lo, hi = solver_offsets(best_rot, T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], T.obj_i[i][OI_RANDOM])
             S.olo[b, i] = lo
             S.ohi[b, i] = hi
     else:
         for i in range(n):
-            lo, hi = rotated_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i])
+            lo, hi = solver_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], T.obj_i[i][OI_RANDOM])
             S.olo[b, i] = lo
             S.ohi[b, i] = hi
+        for k in range(n):
+            project(T, S, b, e, T.obj_i[k][OI_ORDER], 0)
     for i in range(n):
         S.m[b, i] = zero
         S.v[b, i] = zero
@@ -353,5 +508,5 @@ def solve_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: w
                 lo, hi = rotated_offsets(q, T.local_lo[e, i], T.local_hi[e, i])
                 S.olo[b, i] = lo
                 S.ohi[b, i] = hi
-    loss_out[b] = evaluate_candidate(T, S, b, e, 0, dummy_f2, dummy_i2, dummy_i2, dummy_i, dummy_f)
+    loss_out[b] = evaluate_candidate(T, S, b, e, P.write_checks, rel_excess, rel_cause, checks, ov_pair, ov_depth)
     iters_out[b] = it

@@ -104,3 +104,5 @@ class CandidateState:
     m: wp.array2d(dtype=wp.vec3)
     v: wp.array2d(dtype=wp.vec3)
     g: wp.array2d(dtype=wp.vec3)
+    ilo: wp.array2d(dtype=wp.vec3)  # interval the last projection used per axis (solver only)
+    ihi: wp.array2d(dtype=wp.vec3)

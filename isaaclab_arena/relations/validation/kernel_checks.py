@@ -23,10 +23,10 @@ def _get_scratch(device: str, b: int, n: int):
     return s
 
 
-def kernel_verdicts(batch) -> torch.Tensor:
+def kernel_verdicts(batch, write_loss: bool = False) -> torch.Tensor:
     """(B, NUM_SLOTS) int32 verdicts of the built-in checks for ``batch`` (1 = passed), computed once and
     cached on the batch; also fills ``relation_excess``, ``relation_cause``, ``overlap_pair`` and
-    ``overlap_depth``."""
+    ``overlap_depth`` (and the batch's loss when ``write_loss``)."""
     if batch._kernel_checks is not None:
         return batch._kernel_checks
     problem = batch.problem
@@ -49,11 +49,11 @@ def kernel_verdicts(batch) -> torch.Tensor:
             st.x = wp.zeros((b, 1), dtype=wp.vec3, device=dev)
             st.rot = wp.zeros((b, 1), dtype=wp.quat, device=dev)
         st.olo, st.ohi = olo, ohi
-        st.m = st.v = st.g = dummy
+        st.m = st.v = st.g = st.ilo = st.ihi = dummy
         wp.launch(validate_kernel, dim=b, device=dev,
                   inputs=[problem.tables, st, wp.from_torch(batch.env_ids), wp.from_torch(excess),
                           wp.from_torch(cause), wp.from_torch(checks), wp.from_torch(ov_pair), wp.from_torch(ov_depth),
-                          loss])
+                          wp.from_torch(batch.loss) if write_loss else loss])
     batch.relation_excess = excess[:, :problem.num_relations]
     batch.relation_cause = cause[:, :problem.num_relations]
     batch.overlap_pair = ov_pair

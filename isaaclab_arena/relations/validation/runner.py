@@ -75,9 +75,27 @@ class PlacementValidationRunner:
         self.validators = list(validators)
         names = [v.check for v in self.validators]
         self.required = [c for c in names if c in set(required_checks)]
+        from isaaclab_arena.relations.validation.checks import KernelCheckValidator
+
         self.inexpensive = [v for v in self.validators if v.cost != ValidationCost.EXPENSIVE]
         self.expensive = [v for v in self.validators if v.cost == ValidationCost.EXPENSIVE]
-        self.checks = [v.check for v in self.inexpensive + self.expensive]
+        # the built-in checks come from one kernel: read their verdict slots together
+        self.kernel = [v for v in self.inexpensive if type(v).validate_batch is KernelCheckValidator.validate_batch]
+        self.custom = [v for v in self.inexpensive if v not in self.kernel]
+        self.checks = [v.check for v in self.kernel + self.custom + self.expensive]
+        req = set(self.required)
+        self._slots = [v.kernel_slot for v in self.kernel]
+        self._req_cols = [k for k, v in enumerate(self.kernel) if v.check in req]
+        self._opt_cols = [k for k, v in enumerate(self.kernel) if v.check not in req]
+        self._dev_index: dict = {}
+
+    def _index(self, device) -> tuple:
+        idx = self._dev_index.get(device)
+        if idx is None:
+            idx = tuple(torch.tensor(x, dtype=torch.long, device=device)
+                        for x in (self._slots, self._req_cols, self._opt_cols))
+            self._dev_index[device] = idx
+        return idx
 
     @classmethod
     def from_params(cls, placer_params) -> "PlacementValidationRunner":
@@ -108,9 +126,20 @@ class PlacementValidationRunner:
         evaluated: dict[str, torch.Tensor] = {}
         everywhere = torch.ones(b, dtype=torch.bool, device=dev)
         req = set(self.required)
-        req_fail = torch.zeros(b, dtype=torch.int32, device=dev)
-        opt_fail = torch.zeros(b, dtype=torch.int32, device=dev)
-        for v in self.inexpensive:
+        if self.kernel:
+            from isaaclab_arena.relations.validation.kernel_checks import kernel_verdicts
+
+            slots, req_cols, opt_cols = self._index(dev)
+            ok_all = kernel_verdicts(batch)[:, slots].bool()
+            for k, v in enumerate(self.kernel):
+                verdicts[v.check] = ok_all[:, k]
+                evaluated[v.check] = everywhere
+            req_fail = (~ok_all[:, req_cols]).sum(1, dtype=torch.int32)
+            opt_fail = (~ok_all[:, opt_cols]).sum(1, dtype=torch.int32)
+        else:
+            req_fail = torch.zeros(b, dtype=torch.int32, device=dev)
+            opt_fail = torch.zeros(b, dtype=torch.int32, device=dev)
+        for v in self.custom:
             ok = _coerce_verdicts(v.check, v.validate_batch(batch, collision_objects), b, dev)
             verdicts[v.check] = ok
             evaluated[v.check] = everywhere

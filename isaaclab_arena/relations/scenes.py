@@ -1,0 +1,120 @@
+"""Procedural reference scenes of the solver benchmark and tests (boxes on a table; metres).
+
+The table is a 1.2 x 0.8 m box whose top is at z = 0.75 m, centred on the env origin, marked IsAnchor.
+"""
+
+from __future__ import annotations
+
+from isaaclab_arena.assets.asset import Object
+from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
+from isaaclab_arena.relations.relations import (
+    AlignWith,
+    AtPosition,
+    FaceTo,
+    IsAnchor,
+    NextTo,
+    NotNextTo,
+    On,
+    PositionLimitsBox,
+    PositionLimitsCylindrical,
+    RandomAroundSolution,
+    RotateAroundSolution,
+    Side,
+)
+from isaaclab_arena.utils.pose import Pose
+
+TABLE_SIZE = (1.2, 0.8, 0.75)
+CROWDED_SIZES = [(0.05, 0.05, 0.08), (0.08, 0.08, 0.10), (0.12, 0.06, 0.05), (0.16, 0.16, 0.06),
+                 (0.20, 0.10, 0.04), (0.06, 0.12, 0.09), (0.10, 0.10, 0.12)]
+
+
+def cuboid(name: str, size, initial_pose: Pose | None = None) -> Object:
+    """A procedural cuboid (isaaclab.sim.CuboidCfg) centred on its origin."""
+    try:
+        from isaaclab.sim import CuboidCfg
+
+        return Object(name, CuboidCfg(size=tuple(size)), initial_pose=initial_pose)
+    except ImportError:  # pragma: no cover - the venv has Isaac Lab
+        return Object(name, object(), initial_pose=initial_pose,
+                      bounding_box=AxisAlignedBoundingBox.from_size(tuple(size)))
+
+
+def table(name: str = "table") -> Object:
+    t = cuboid(name, TABLE_SIZE, Pose((0.0, 0.0, TABLE_SIZE[2] / 2)))
+    t.add_relation(IsAnchor())
+    return t
+
+
+def boxes_scene(n: int, size=(0.12, 0.12, 0.12)) -> list:
+    """``n`` cubes On the table (boxes3, boxes10)."""
+    t = table()
+    out = [t]
+    for k in range(n):
+        o = cuboid(f"box{k}", size)
+        o.add_relation(On(t))
+        out.append(o)
+    return out
+
+
+def crowded_scene(n: int = 14) -> list:
+    """``n`` boxes cycling through ``CROWDED_SIZES`` On the table (crowded14)."""
+    t = table()
+    out = [t]
+    for k in range(n):
+        o = cuboid(f"box{k}", CROWDED_SIZES[k % len(CROWDED_SIZES)])
+        o.add_relation(On(t))
+        out.append(o)
+    return out
+
+
+def mug_bowl_scene() -> list:
+    """A mug On the table and a bowl On the table, NextTo(mug, positive_x, 0.05 m)."""
+    t = table()
+    mug = cuboid("mug", (0.08, 0.08, 0.10))
+    mug.add_relation(On(t))
+    bowl = cuboid("bowl", (0.16, 0.16, 0.06))
+    bowl.add_relation(On(t))
+    bowl.add_relation(NextTo(mug, side=Side.POSITIVE_X, distance_m=0.05))
+    return [t, mug, bowl]
+
+
+def all_relations_scene() -> list:
+    """Every remaining relation kind at least once: NotNextTo, AtPosition, AlignWith, PositionLimitsBox,
+    PositionLimitsCylindrical, FaceTo, RotateAroundSolution, RandomAroundSolution, On(overlap=True),
+    NextTo with cross_position_ratio, and a passive obstacle."""
+    t = table()
+    obstacle = cuboid("obstacle", (0.10, 0.10, 0.20), Pose((0.45, 0.25, 0.85)))
+    plate = cuboid("plate", (0.20, 0.20, 0.02))
+    plate.add_relation(On(t))
+    plate.add_relation(AtPosition(x=-0.3, y=0.0))
+    cup = cuboid("cup", (0.07, 0.07, 0.09))
+    cup.add_relation(On(plate, edge_margin_m=0.01))
+    jar = cuboid("jar", (0.08, 0.08, 0.14))
+    jar.add_relation(On(t))
+    jar.add_relation(NextTo(plate, side=Side.NEGATIVE_Y, distance_m=0.04, cross_position_ratio=0.0))
+    box = cuboid("box", (0.10, 0.06, 0.06))
+    box.add_relation(On(t))
+    box.add_relation(AlignWith(plate, axis="y", offset_m=0.1, tolerance_m=0.02))
+    box.add_relation(NotNextTo(plate, side=Side.NEGATIVE_X))
+    box.add_relation(PositionLimitsBox(x_limits=(None, 0.2)))
+    camera = cuboid("camera", (0.06, 0.04, 0.05))
+    camera.add_relation(On(t))
+    camera.add_relation(PositionLimitsCylindrical(center_x=0.3, center_y=0.0, radius_min=0.05, radius_max=0.2))
+    camera.add_relation(FaceTo(plate))
+    board = cuboid("board", (0.16, 0.10, 0.02))
+    board.add_relation(On(t, overlap=True))
+    board.add_relation(PositionLimitsBox(x_limits=(0.5, None), y_limits=(-0.4, -0.1)))
+    board.add_relation(RotateAroundSolution(yaw_rad=1.5707963))
+    ball = cuboid("ball", (0.05, 0.05, 0.05))
+    ball.add_relation(On(t))
+    ball.add_relation(RandomAroundSolution(yaw_half_rad=0.5))
+    return [t, obstacle, plate, cup, jar, box, camera, board, ball]
+
+
+SCENES = {
+    "boxes3": lambda: boxes_scene(3),
+    "boxes10": lambda: boxes_scene(10),
+    "mug_bowl": mug_bowl_scene,
+    "crowded14": lambda: crowded_scene(14),
+    "all_relations": all_relations_scene,
+}

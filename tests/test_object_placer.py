@@ -1,0 +1,145 @@
+"""ObjectPlacer: results, ranking, determinism, bad input, object sets."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from isaaclab_arena.assets.object_set import RigidObjectSet
+from isaaclab_arena.relations.object_placer import ObjectPlacer, rank_order
+from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+from isaaclab_arena.relations.placement_problem import MeshCollisionNotAvailableError
+from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.relations import AtPosition, IsAnchor, NextTo, On, Side
+from isaaclab_arena.relations.scenes import SCENES, cuboid, mug_bowl_scene, table
+from isaaclab_arena.utils.pose import Pose
+
+
+def test_same_env_and_draw_give_same_layout_whatever_the_batch():
+    scene = SCENES["crowded14"]()
+    params = dict(placement_seed=5, random_yaw_init=True)
+    one = ObjectPlacer(ObjectPlacerParams(**params)).place_batch(scene, [3], [7], num_envs=8)
+    envs = torch.arange(64) % 8
+    draws = torch.arange(64) // 8
+    many = ObjectPlacer(ObjectPlacerParams(**params)).place_batch(scene, envs, draws, num_envs=8)
+    k = int(torch.nonzero((envs == 3) & (draws == 7))[0])
+    assert torch.equal(one.positions[0], many.positions[k])
+    assert torch.equal(one.rotations[0], many.rotations[k])
+    # env count does not change a layout either
+    more = ObjectPlacer(ObjectPlacerParams(**params)).place_batch(scene, [3], [7], num_envs=32)
+    assert torch.equal(one.positions[0], more.positions[0])
+    other_seed = ObjectPlacer(ObjectPlacerParams(placement_seed=6, random_yaw_init=True)).place_batch(
+        scene, [3], [7], num_envs=8)
+    assert not torch.equal(one.positions[0], other_seed.positions[0])
+
+
+def test_place_returns_distinct_valid_layout_per_env():
+    res = ObjectPlacer(ObjectPlacerParams(placement_seed=2)).place(mug_bowl_scene(), num_envs=5)
+    assert [r.env_id for r in res] == list(range(5))
+    assert all(r.success and r.rejections == [] for r in res)
+    assert len({r.positions["mug"] for r in res}) == 5
+    assert all(set(r.check_results) >= {"no_overlap", "on_relation", "next_to"} for r in res)
+
+
+def test_ranking_required_then_optional_then_loss():
+    scene = mug_bowl_scene()
+    pl = ObjectPlacer(ObjectPlacerParams(placement_seed=1))
+    batch = pl.place_batch(scene, torch.zeros(6, dtype=torch.int64), torch.arange(6), num_envs=1)
+    batch.required_failures = torch.tensor([1, 0, 0, 2, 0, 1], dtype=torch.int32)
+    batch.optional_failures = torch.tensor([0, 1, 0, 0, 0, 0], dtype=torch.int32)
+    batch.loss = torch.tensor([0.0, 0.0, 3.0, 0.0, 1.0, 0.5])
+    assert rank_order(batch).tolist() == [4, 2, 1, 0, 5, 3]
+
+
+def test_over_constrained_scene_fails_and_names_the_relation():
+    t = table()
+    mug = cuboid("mug", (0.08, 0.08, 0.1))
+    mug.add_relation(On(t))
+    mug.add_relation(AtPosition(x=0.5))
+    plate = cuboid("plate", (0.2, 0.2, 0.02))
+    plate.add_relation(On(t))
+    plate.add_relation(NextTo(mug, side=Side.POSITIVE_X, distance_m=0.05))
+    res = ObjectPlacer(ObjectPlacerParams(placement_seed=0, max_placement_attempts=3)).place([t, mug, plate], 2)
+    for r in res:
+        assert not r.success and not r.check_results["next_to"]
+        rec = [x for x in r.rejections if x.check == "next_to"][0]
+        assert rec.cause.startswith("'plate' next_to(mug, positive_x):")
+        assert rec.violation_m > 0.1
+
+
+def test_no_anchor_is_rejected_before_solving():
+    box = cuboid("box", (0.1, 0.1, 0.1))
+    other = cuboid("other", (0.1, 0.1, 0.1))
+    box.add_relation(NextTo(other))
+    other.add_relation(On(box, overlap=True))
+    with pytest.raises(PlacementConfigError, match="no anchor"):
+        ObjectPlacer().place([box, other])
+
+
+def test_anchor_without_pose_is_rejected():
+    t = cuboid("table", (1.0, 1.0, 0.7))
+    t.add_relation(IsAnchor())
+    box = cuboid("box", (0.1, 0.1, 0.1))
+    box.add_relation(On(t))
+    with pytest.raises(PlacementConfigError, match="'table'.*fixed initial pose"):
+        ObjectPlacer().place([t, box])
+
+
+def test_child_larger_than_support_is_rejected():
+    t = table()
+    big = cuboid("big", (1.5, 0.2, 0.1))
+    big.add_relation(On(t))
+    with pytest.raises(PlacementConfigError, match="'big' is 1.500 m along x"):
+        ObjectPlacer().place([t, big])
+
+
+def test_mesh_collision_mode_is_not_available_yet():
+    from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
+
+    scene = mug_bowl_scene()
+    with pytest.raises(MeshCollisionNotAvailableError, match="not available yet"):
+        ObjectPlacer(ObjectPlacerParams(solver_params=RelationSolverParams(collision_mode="mesh"))).place(scene)
+    from isaaclab_arena.assets.collision_mode import CollisionMode
+
+    scene[1].collision_mode = CollisionMode.MESH
+    with pytest.raises(NotImplementedError, match="asset 'mug' has collision_mode='mesh'"):
+        ObjectPlacer().place(scene)
+
+
+def test_bad_env_ids_and_unknown_check_are_clear_errors():
+    scene = mug_bowl_scene()
+    with pytest.raises(ValueError, match=r"env_ids must lie in \[0, 2\)"):
+        ObjectPlacer().place_batch(scene, [0, 5], [0, 0], num_envs=2)
+    with pytest.raises(ValueError, match="unknown check 'no_overlapp'"):
+        ObjectPlacer(ObjectPlacerParams(enabled_checks=["no_overlapp"])).place(scene)
+
+
+def test_object_set_members_sized_per_env():
+    t = table()
+    small = cuboid("small_cube", (0.05, 0.05, 0.05))
+    tall = cuboid("tall_box", (0.1, 0.1, 0.3))
+    role = RigidObjectSet("thing", [small, tall])
+    role.add_relation(On(t))
+    res = ObjectPlacer(ObjectPlacerParams(placement_seed=0)).place([t, role], num_envs=4)
+    members = role.member_indices_per_env(4, 0)
+    for r, m in zip(res, members):
+        half_h = (0.025, 0.15)[m]
+        assert r.success
+        assert r.positions["thing"][2] == pytest.approx(0.75 + 0.01 + half_h, abs=1e-5)
+
+
+def test_passive_obstacle_with_pose_is_avoided():
+    t = table()
+    block = cuboid("block", (1.0, 0.6, 0.2), Pose((0.0, 0.0, 0.85)))  # leaves two 0.1 m strips in y
+    box = cuboid("box", (0.08, 0.08, 0.08))
+    box.add_relation(On(t, edge_margin_m=0.0))
+    for r in ObjectPlacer(ObjectPlacerParams(placement_seed=3)).place([t, block, box], num_envs=6):
+        assert r.success
+        x, y, _ = r.positions["box"]
+        assert abs(x) >= 0.5 + 0.04 - 1e-5 or abs(y) >= 0.3 + 0.04 - 1e-5
+
+
+def test_verbose_prints_summary(capsys):
+    ObjectPlacer(ObjectPlacerParams(placement_seed=1, verbose=True)).place(mug_bowl_scene(), 2)
+    out = capsys.readouterr().out
+    assert "[placement] Validated 20 candidate layout(s); passed per check: no_overlap=20/20" in out

@@ -1,0 +1,128 @@
+"""An independent float64 checker (numpy, written from the relations reference, not from the kernels)
+never rejects a layout the solver calls valid, and does reject hand-broken ones."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from isaaclab_arena.assets.asset import Background
+from isaaclab_arena.relations.object_placer import ObjectPlacer
+from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+from isaaclab_arena.relations.relations import AlignWith, FaceTo, NextTo, NotNextTo, On
+from isaaclab_arena.relations.scenes import SCENES
+
+TOL = 2e-6
+Z_TOL = 5e-3
+NOT_NEXT_TO_MARGIN = 0.1
+
+
+def rot_matrix(q):
+    x, y, z, w = (float(v) for v in q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]], dtype=np.float64)
+
+
+def world_box(asset, pos, quat):
+    bb = asset.get_bounding_box()
+    corners = np.array(list(itertools.product(*zip(bb.min_point, bb.max_point))), dtype=np.float64)
+    pts = corners @ rot_matrix(quat).T + np.asarray(pos, dtype=np.float64)
+    return pts.min(0), pts.max(0)
+
+
+def check_layout(assets, positions: dict, rotations: dict) -> list[str]:
+    """Failures (empty: valid) of one layout, float64."""
+    boxes = {}
+    for a in assets:
+        if a.name in positions:
+            boxes[a.name] = world_box(a, positions[a.name], rotations[a.name])
+        elif a.is_anchor or (a.initial_pose is not None and not a.get_relations()):
+            p = a.get_world_pose()
+            boxes[a.name] = world_box(a, p.position_xyz, p.rotation_xyzw)
+    fails = []
+    exempt = set()
+    for a in assets:
+        if a.name not in positions:
+            continue
+        lo, hi = boxes[a.name]
+        for rel in a.get_relations():
+            if isinstance(rel, On):
+                exempt.add(frozenset((a.name, rel.parent.name)))
+                plo, phi = boxes[rel.parent.name]
+                for k in range(2):
+                    if rel.overlap:
+                        bad = hi[k] < plo[k] - TOL or lo[k] > phi[k] + TOL
+                    else:
+                        bad = lo[k] < plo[k] + rel.edge_margin_m - TOL or hi[k] > phi[k] - rel.edge_margin_m + TOL
+                    if bad:
+                        fails.append(f"on {a.name} axis {k}")
+                if not (phi[2] - Z_TOL - TOL < lo[2] <= phi[2] + rel.clearance_m + Z_TOL + TOL):
+                    fails.append(f"on {a.name} z {lo[2]} top {phi[2]}")
+            elif isinstance(rel, NextTo):
+                plo, phi = boxes[rel.parent.name]
+                k, s = rel.side.axis_index, rel.side.sign
+                c = (lo + hi) / 2
+                gap = lo[k] - phi[k] if s > 0 else plo[k] - hi[k]
+                side_miss = phi[k] - c[k] if s > 0 else c[k] - plo[k]
+                cross_miss = max(plo[1 - k] - c[1 - k], c[1 - k] - phi[1 - k])
+                if side_miss > rel.tolerance_m + TOL or cross_miss > rel.tolerance_m + TOL:
+                    fails.append(f"next_to side {a.name}")
+                if gap < rel.distance_m - TOL or gap > rel.distance_m + rel.tolerance_m + TOL:
+                    fails.append(f"next_to gap {a.name} {gap}")
+            elif isinstance(rel, NotNextTo):
+                plo, phi = boxes[rel.parent.name]
+                k, s = rel.side.axis_index, rel.side.sign
+                past = hi[k] - phi[k] if s > 0 else plo[k] - lo[k]
+                lateral = min(hi[1 - k] - (plo[1 - k] - NOT_NEXT_TO_MARGIN), (phi[1 - k] + NOT_NEXT_TO_MARGIN) - lo[1 - k])
+                if min(past, lateral) > rel.tolerance_m + TOL:
+                    fails.append(f"not_next_to {a.name}")
+            elif isinstance(rel, AlignWith):
+                plo, phi = boxes[rel.parent.name]
+                k = rel.axis.index
+                err = (lo[k] + hi[k]) / 2 - (plo[k] + phi[k]) / 2 - rel.offset_m
+                if abs(err) > rel.tolerance_m + TOL:
+                    fails.append(f"align_with {a.name}")
+            elif isinstance(rel, FaceTo):
+                tlo, thi = boxes[rel.parent.name]
+                d = np.hypot((tlo[0] + thi[0]) / 2 - positions[a.name][0], (tlo[1] + thi[1]) / 2 - positions[a.name][1])
+                if d < 1e-6:
+                    fails.append(f"face_to {a.name}")
+    colliders = [a.name for a in assets if a.name in boxes and not isinstance(a, Background)]
+    for m, n in itertools.combinations(colliders, 2):
+        if m not in positions and n not in positions:
+            continue
+        if frozenset((m, n)) in exempt:
+            continue
+        (alo, ahi), (blo, bhi) = boxes[m], boxes[n]
+        depth = min(min(ahi[k], bhi[k]) - max(alo[k], blo[k]) for k in range(3))
+        if depth > TOL:
+            fails.append(f"overlap {m} {n} {depth}")
+    return fails
+
+
+@pytest.mark.parametrize("scene,yaw", [("boxes10", False), ("mug_bowl", True), ("crowded14", False),
+                                       ("crowded14", True), ("all_relations", False)])
+def test_checker_never_rejects_a_valid_layout(scene, yaw):
+    assets = SCENES[scene]()
+    pl = ObjectPlacer(ObjectPlacerParams(placement_seed=21, random_yaw_init=yaw))
+    n = 96
+    batch = pl.place_batch(assets, torch.arange(n) % 8, torch.arange(n) // 8, num_envs=8)
+    valid = torch.nonzero(batch.passed).flatten().tolist()
+    assert len(valid) >= 0.9 * n
+    for cand in (batch.candidates[b] for b in valid):
+        assert check_layout(assets, cand.positions, cand.rotations) == []
+
+
+def test_checker_is_not_vacuous():
+    assets = SCENES["mug_bowl"]()
+    pl = ObjectPlacer(ObjectPlacerParams(placement_seed=1))
+    cand = pl.place_batch(assets, [0], [0], num_envs=1).candidates[0]
+    assert check_layout(assets, cand.positions, cand.rotations) == []
+    moved = dict(cand.positions)
+    moved["bowl"] = (moved["mug"][0] + 0.05, moved["mug"][1], moved["bowl"][2])
+    fails = check_layout(assets, moved, cand.rotations)
+    assert any(f.startswith("next_to gap") for f in fails) and any(f.startswith("overlap") for f in fails)
