@@ -391,3 +391,48 @@ def test_batch_tensors_contract():
     assert batch.passed.dtype == torch.bool and batch.required_failures.shape == (3,)
     lo, hi = batch.bounds
     assert torch.allclose(hi - lo, torch.full((3, 1, 3), 0.1), atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------ ClutterOn
+def _clutter_scene(n=4):
+    from isaaclab_arena.relations.relations import ClutterOn
+
+    t = table()
+    objs = [t]
+    for k in range(n):
+        o = cuboid(f"c{k}", (0.06, 0.04, 0.05))
+        o.add_relation(ClutterOn(t, spread=0.2, clearance_m=0.01, gap_m=0.03))
+        objs.append(o)
+    return objs
+
+
+def test_clutter_on_release_region_raised_above_neighbours():
+    res = solve(_clutter_scene(), num_envs=4)
+    for r in res:
+        for name, (x, y, z) in r.positions.items():
+            yaw = Pose((0, 0, 0), r.rotations[name]).yaw_rad()
+            hx = 0.03 * abs(math.cos(yaw)) + 0.02 * abs(math.sin(yaw))
+            hy = 0.03 * abs(math.sin(yaw)) + 0.02 * abs(math.cos(yaw))
+            assert abs(x) + hx <= 0.12 + 1e-5 and abs(y) + hy <= 0.08 + 1e-5  # central 20 % of 1.2 x 0.8
+            assert z - 0.025 >= TOP + 0.01 - 1e-6
+    assert any(max(p[2] for p in r.positions.values()) > TOP + 0.1 for r in res)  # some releases stacked
+
+
+def test_clutter_on_rejects_outside_region_and_too_low():
+    objs = _clutter_scene(1)
+    ok, recs = reject(objs, {"c0": (0.2, 0.0, TOP + 0.05)})
+    r = one(recs, "clutter_on_relation")
+    assert "outside the release region" in r.cause and r.violation_m == pytest.approx(0.2 + 0.03 - 0.12, abs=1e-5)
+    ok, recs = reject(objs, {"c0": (0.0, 0.0, TOP + 0.025 + 0.005)})
+    r = one(recs, "clutter_on_relation")
+    assert "too little clearance" in r.cause and r.violation_m == pytest.approx(0.005, abs=1e-5)
+    ok, _ = reject(objs, {"c0": (0.0, 0.0, TOP + 0.5)})  # no upper limit, no contact needed
+    assert ok["clutter_on_relation"]
+
+
+def test_clutter_check_passes_trivially_without_clutter():
+    t = table()
+    b = cuboid("b", (0.1, 0.1, 0.1))
+    b.add_relation(On(t))
+    ok, _ = reject([t, b], {"b": (0.0, 0.0, TOP + 0.06)})
+    assert ok["clutter_on_relation"] and ok["next_to"] and ok["not_next_to"] and ok["face_to"]

@@ -110,8 +110,8 @@ class ObjectPlacer:
                       draw_ids: torch.Tensor) -> PlacementCandidateBatch:
         """Generate -> solve -> modifiers -> validate for already-compiled ``problem`` (the hot path).
         ``env_ids`` / ``draw_ids``: (B,) int64 on the problem's device."""
-        batch = self.solver.run_fused(problem, env_ids, draw_ids)
         runner = self.runner
+        batch = self.solver.run_fused(problem, env_ids, draw_ids, runner.slot_modes)
         runner.run(batch, problem.collision_objects if (runner.expensive or runner.custom) else None)
         return batch
 

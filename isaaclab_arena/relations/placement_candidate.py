@@ -87,6 +87,7 @@ class PlacementCandidateBatch:
     validation: "PlacementValidationResults | None" = None
     _candidates: list | None = field(default=None, repr=False)
     _kernel_checks: torch.Tensor | None = field(default=None, repr=False)
+    _kernel_counts: tuple | None = field(default=None, repr=False)
 
     @property
     def object_names(self) -> list[str]:
@@ -153,3 +154,4 @@ class PlacementCandidateBatch:
         """Call after changing positions/rotations in place: drops cached views and kernel verdicts."""
         self._candidates = None
         self._kernel_checks = None
+        self._kernel_counts = None

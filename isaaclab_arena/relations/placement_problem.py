@@ -16,7 +16,7 @@ import warp as wp
 from isaaclab_arena.assets.asset import Background, PlaceableAsset
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.object_reference import ObjectReference
-from isaaclab_arena.relations.kernels.tables import SceneTables, vec6i, vec8f, vec10f, vec10i
+from isaaclab_arena.relations.kernels.tables import SceneTables, vec6i, vec8f, vec10f, vec12i
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
 from isaaclab_arena.relations.relations import (
     AlignWith,
@@ -409,15 +409,23 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
         proj_flat += [rid for _, rid in sorted(proj[c])]
         a0 = len(adj_flat)
         adj_flat += adj[c]
+        flags = 0
+        for rid in proj_flat[p0:]:
+            if 0 <= rows[rid][1][2] < n_mov:
+                flags |= 1
+        if any(r[1][1] == c and r[0] in (_KIND[NotNextTo], _KIND[PositionLimitsCylindrical]) for r in rows):
+            flags |= 2
+        if yaw_mode[c] != 0 or ra_on[c] or tuple(base_rot[c]) != (0.0, 0.0, 0.0, 1.0):
+            flags |= 4
         obj_i.append([yaw_mode[c], init_support[c], order_local[c], clutter_rel[c], ra_on[c], p0, len(proj_flat),
-                      rank[c], a0, len(adj_flat)])
+                      rank[c], a0, len(adj_flat), flags, 0])
         obj_f.append(list(base_rot[c]) + list(ra_pos[c]) + list(ra_rot[c]))
 
     # -- warp struct --------------------------------------------------------------------------------
     keep: list = []
 
     def arr(values, dtype, width=None, default_dtype=np.float32):
-        npd = np.int32 if dtype in (int, vec6i, vec10i, wp.vec2i) else np.float32
+        npd = np.int32 if dtype in (int, vec6i, vec12i, wp.vec2i) else np.float32
         values = np.asarray(values, dtype=npd)
         if values.size == 0:
             values = np.zeros((1,) if width is None else (1, width), dtype=npd)
@@ -427,6 +435,13 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
 
     T = SceneTables()
     T.n_mov, T.n_all, T.n_pairs = n_mov, n_all, len(pairs)
+    # The initial sampler checks each object against everything placed before it, so a candidate whose
+    # every draw was penalty-free is already a solver fixed point, unless a later object can still move
+    # an earlier one (movable-parent repair, FaceTo headings) or a keep-out refers to a later parent.
+    later_parent = any(r[0] in (_KIND[NotNextTo],) and 0 <= r[1][2] < n_mov and rank[r[1][2]] > rank[r[1][1]]
+                       for r in rows)
+    T.init_exact = int(not any(o[10] & 1 for o in obj_i) and not any(r[0] == _KIND[FaceTo] for r in rows)
+                       and not later_parent)
     t_local_lo = torch.tensor(local_lo, dtype=torch.float32, device=device)
     t_local_hi = torch.tensor(local_hi, dtype=torch.float32, device=device)
     t_fixed_lo = torch.tensor(fixed_lo, dtype=torch.float32, device=device)
@@ -437,7 +452,7 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
     T.fixed_hi = wp.from_torch(t_fixed_hi, dtype=wp.vec3)
     keep += [T.local_lo, T.local_hi, T.fixed_lo, T.fixed_hi]
     T.kind_start = arr(kind_start, int)
-    T.obj_i = arr(obj_i, vec10i, 10)
+    T.obj_i = arr(obj_i, vec12i, 12)
     T.obj_f = arr(obj_f, vec10f, 10)
     T.rel_i = arr([r[1] for r in rows], vec6i, 6)
     T.rel_f = arr([r[2] for r in rows], vec8f, 8)

@@ -34,6 +34,8 @@ class RelationSolverParams:
             candidate's exit test (every violation <= 0) fires after a finite number of steps.
         init_attempts: Initial samples drawn per object (the first one that is free of overlap with the
             objects placed before it is kept, else the least overlapping one).
+        cpu_threads: On the CPU, batches of 256 or more candidates are split over this many threads
+            (results do not depend on it).
     """
 
     max_iters: int = 600
@@ -53,6 +55,7 @@ class RelationSolverParams:
     eps: float = 1e-8
     penalty_margin_m: float = 1e-3
     init_attempts: int = 8
+    cpu_threads: int = 2
 
     def __post_init__(self):
         import math
@@ -82,6 +85,8 @@ class RelationSolverParams:
                 raise ValueError(f"RelationSolverParams.{name} must be a finite number >= 0, got {v!r}")
         if isinstance(self.init_attempts, bool) or not isinstance(self.init_attempts, int) or self.init_attempts <= 0:
             raise ValueError(f"RelationSolverParams.init_attempts must be a positive integer, got {self.init_attempts!r}")
+        if isinstance(self.cpu_threads, bool) or not isinstance(self.cpu_threads, int) or self.cpu_threads <= 0:
+            raise ValueError(f"RelationSolverParams.cpu_threads must be a positive integer, got {self.cpu_threads!r}")
         if not isinstance(self.collision_strategy, NoCollisionLossStrategy):
             raise ValueError("RelationSolverParams.collision_strategy must be a NoCollisionLossStrategy, got "
                              f"{self.collision_strategy!r}")

@@ -2,7 +2,8 @@
 
 ``tables`` holds the compiled scene as one warp struct, ``geometry`` the pose/bounds helpers,
 ``violations`` one violation function per relation kind (shared by the solver's loss and the checks),
-``solve`` the fused per-candidate kernel (initial sampling, projected Adam, pose modifiers) and
-``validate`` the check kernel. Every kernel takes a ``device`` through ``wp.launch`` and runs on
-``cpu`` and ``cuda:0`` alike.
+``evaluate`` the per-candidate evaluation, ``solve`` the solver's device functions, and one module per
+kernel: ``solve_init`` (initial candidates), ``solve_prepare`` (given candidates), ``solve_iterate``
+(projected Adam with per-candidate exit), ``solve_finalize`` (modifiers, loss, verdicts) and
+``validate`` (checks alone). Every kernel runs on ``cpu`` and ``cuda:0`` alike.
 """

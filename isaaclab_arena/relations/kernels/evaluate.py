@@ -31,7 +31,7 @@ from isaaclab_arena.relations.kernels.violations import obj_bounds, overlap_dept
 @wp.func
 def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write: int,
                        rel_excess: wp.array2d(dtype=float), rel_cause: wp.array2d(dtype=int),
-                       checks: wp.array2d(dtype=int), ov_pair: wp.array(dtype=int),
+                       checks: wp.array2d(dtype=wp.bool), ov_pair: wp.array(dtype=int),
                        ov_depth: wp.array(dtype=float)) -> float:
     """Returns the candidate's loss (sum of slope * weight * positive excess per relation, plus the
     no-overlap slope times the clearance-grown penetration of every pair). With ``write`` set, also
@@ -92,11 +92,11 @@ def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write:
     if write != 0:
         ov_pair[b] = wk
         ov_depth[b] = worst
-        checks[b, SLOT_NO_OVERLAP] = ok_ov
-        checks[b, SLOT_ON] = ok_on
-        checks[b, SLOT_CLUTTER] = ok_cl
-        checks[b, SLOT_NEXT_TO] = ok_nt
-        checks[b, SLOT_NOT_NEXT_TO] = ok_nn
-        checks[b, SLOT_ALIGN] = ok_al
-        checks[b, SLOT_FACE_TO] = ok_ft
+        checks[b, SLOT_NO_OVERLAP] = ok_ov != 0
+        checks[b, SLOT_ON] = ok_on != 0
+        checks[b, SLOT_CLUTTER] = ok_cl != 0
+        checks[b, SLOT_NEXT_TO] = ok_nt != 0
+        checks[b, SLOT_NOT_NEXT_TO] = ok_nn != 0
+        checks[b, SLOT_ALIGN] = ok_al != 0
+        checks[b, SLOT_FACE_TO] = ok_ft != 0
     return loss

@@ -1,4 +1,5 @@
-"""The fused per-candidate kernel: initial sampling, projected Adam with its own early exit, FaceTo
+"""Device functions of the per-candidate solve (kernels in solve_init / solve_iterate / solve_finalize):
+initial sampling, projected Adam with its own early exit, FaceTo
 headings and pose modifiers, final loss. One thread owns one candidate for the whole solve, so a
 candidate that is already valid costs almost nothing and a stuck one costs only its own thread.
 
@@ -12,14 +13,10 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.evaluate import evaluate_candidate
 from isaaclab_arena.relations.kernels.geometry import (
     BIG,
-    PI,
     box_overlaps,
-    candidate_rng,
     rotated_offsets,
-    rpy_quat,
     unit,
     vmin3,
     yaw_quat,
@@ -31,14 +28,10 @@ from isaaclab_arena.relations.kernels.tables import (
     KIND_ON,
     OI_ADJ0,
     OI_ADJ1,
-    OI_CLUTTER,
-    OI_ORDER,
     OI_PROJ0,
     OI_PROJ1,
     OI_RANDOM,
     OI_RANK,
-    OI_SUPPORT,
-    OI_YAW,
     RF_W,
     CandidateState,
     SceneTables,
@@ -65,6 +58,7 @@ class SolveSettings:
     margin: float
     do_post: int
     write_checks: int
+    slot_mode: wp.array(dtype=int)
     checkpoints: wp.array(dtype=int)
     n_checkpoints: int
 
@@ -294,22 +288,21 @@ def parent_residual(T: SceneTables, S: CandidateState, b: int, e: int, r: int):
 
 
 @wp.func
-def repair_parents(T: SceneTables, S: CandidateState, b: int, e: int, i: int):
-    """Initial sampling: shifts a movable parent so that object i's relation to it becomes satisfiable
-    (e.g. a NextTo side that would leave the support), then re-projects both."""
+def repair_shift(T: SceneTables, S: CandidateState, b: int, e: int, i: int) -> int:
+    """Initial sampling: shifts the first movable parent whose relation with object i cannot be met
+    (e.g. a NextTo side that would leave the support) so that it can; returns that parent or -1. The
+    caller re-projects the parent, then i."""
     oi = T.obj_i[i]
-    moved = int(0)
+    moved = int(-1)
     for k in range(oi[OI_PROJ0], oi[OI_PROJ1]):
         r = T.proj[k]
         pi = T.rel_i[r][2]
-        if pi >= 0 and pi < T.n_mov:
+        if moved < 0 and pi >= 0 and pi < T.n_mov:
             res, shift = parent_residual(T, S, b, e, r)
             if res > 0.0:
                 S.x[b, pi] = S.x[b, pi] + shift
-                project(T, S, b, e, pi, 0)
-                moved = 1
-    if moved != 0:
-        project(T, S, b, e, i, 1)
+                moved = pi
+    return moved
 
 
 @wp.func
@@ -330,7 +323,14 @@ def placed_penetration(T: SceneTables, S: CandidateState, b: int, e: int, i: int
         if placed:
             lo_j, hi_j = obj_bounds(T, S, b, e, j)
             total += wp.max(vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][0])), 0.0)
-    # penalised relations of i whose parent is already placed
+    return total
+
+
+@wp.func
+def placed_relation_penalty(T: SceneTables, S: CandidateState, b: int, e: int, i: int, rank_i: int) -> float:
+    """Violation of i's penalised relations (NotNextTo to a placed parent, cylindrical limits)."""
+    total = float(0.0)
+    lo_i, hi_i = obj_bounds(T, S, b, e, i)
     for r in range(T.kind_start[KIND_NOT_NEXT_TO], T.kind_start[KIND_CYLINDER + 1]):
         ri = T.rel_i[r]
         if ri[1] == i:
@@ -375,138 +375,12 @@ def clutter_raise(T: SceneTables, S: CandidateState, b: int, e: int, i: int, ran
     S.x[b, i] = p
 
 
-@wp.kernel(enable_backward=False)
-def solve_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp.array(dtype=wp.int64),
-                 draw_ids: wp.array(dtype=wp.int64), rel_excess: wp.array2d(dtype=float),
-                 rel_cause: wp.array2d(dtype=int), checks: wp.array2d(dtype=int), ov_pair: wp.array(dtype=int),
-                 ov_depth: wp.array(dtype=float), loss_out: wp.array(dtype=float), iters_out: wp.array(dtype=int)):
-    """Solves candidate b. With ``P.write_checks`` the final evaluation also writes the inexpensive
-    checks' verdicts and per-relation violations (the same function the check kernel runs)."""
-    b = wp.tid()
-    e = int(env_ids[b])
-    st = candidate_rng(P.seed, e, int(draw_ids[b]))
-    n = T.n_mov
-    zero = wp.vec3(0.0)
-    has_face = T.kind_start[KIND_FACE_TO + 1] > T.kind_start[KIND_FACE_TO]
+def solve_kernels(do_init: bool) -> tuple:
+    """The kernels of one solve, launched in order on one argument list: initial candidates (or the
+    preparation of given ones), the optimisation loop, then modifiers and the final evaluation."""
+    from isaaclab_arena.relations.kernels.solve_finalize import finalize_kernel
+    from isaaclab_arena.relations.kernels.solve_init import init_kernel
+    from isaaclab_arena.relations.kernels.solve_iterate import iterate_kernel
+    from isaaclab_arena.relations.kernels.solve_prepare import prepare_kernel
 
-    # ---- initial candidate (PlacementCandidateGenerator): rotations, then On-tree positions
-    if P.do_init != 0:
-        for i in range(n):
-            of = T.obj_f[i]
-            q = wp.quat(of[0], of[1], of[2], of[3])
-            if T.obj_i[i][OI_YAW] == 1:
-                q = yaw_quat(wp.randf(st, -PI, PI)) * q
-            S.rot[b, i] = q
-            lo, hi = solver_offsets(q, T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], T.obj_i[i][OI_RANDOM])
-            S.olo[b, i] = lo
-            S.ohi[b, i] = hi
-            slo, shi = obj_bounds(T, S, b, e, T.obj_i[i][OI_SUPPORT])
-            S.x[b, i] = 0.5 * (slo + shi)
-        for k in range(n):
-            i = T.obj_i[k][OI_ORDER]
-            oi = T.obj_i[i]
-            rank_i = oi[OI_RANK]
-            cl = oi[OI_CLUTTER]
-            best = S.x[b, i]
-            best_rot = S.rot[b, i]
-            best_pen = float(BIG)
-            for t in range(P.init_tries):
-                slo, shi = obj_bounds(T, S, b, e, oi[OI_SUPPORT])
-                if cl >= 0:
-                    c = 0.5 * (slo + shi)
-                    h = 0.5 * T.rel_f[cl][0] * (shi - slo)
-                    slo = c - h
-                    shi = c + h
-                olo = S.olo[b, i]
-                ohi = S.ohi[b, i]
-                p = wp.vec3(0.0, 0.0, shi[2] - olo[2])
-                for a in range(2):
-                    lo_c = slo[a] + 0.5 * (ohi[a] - olo[a])
-                    hi_c = shi[a] - 0.5 * (ohi[a] - olo[a])
-                    cc = 0.5 * (lo_c + hi_c)
-                    if lo_c < hi_c:
-                        cc = wp.randf(st, lo_c, hi_c)
-                    p[a] = cc - 0.5 * (olo[a] + ohi[a])
-                S.x[b, i] = p
-                if oi[OI_YAW] == 2:
-                    face_to_update(T, S, b, e)
-                project(T, S, b, e, i, 1)
-                repair_parents(T, S, b, e, i)
-                if cl >= 0:
-                    clutter_raise(T, S, b, e, i, rank_i, T.rel_f[cl][2])
-                pen = placed_penetration(T, S, b, e, i, rank_i)
-                if pen < best_pen:
-                    best_pen = pen
-                    best = S.x[b, i]
-                    best_rot = S.rot[b, i]
-                if pen <= 0.0:
-                    break
-            S.x[b, i] = best
-            S.rot[b, i] = best_rot
-            lo, hi = solver_offsets(best_rot, T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], T.obj_i[i][OI_RANDOM])
-            S.olo[b, i] = lo
-            S.ohi[b, i] = hi
-    else:
-        for i in range(n):
-            lo, hi = solver_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], T.obj_i[i][OI_RANDOM])
-            S.olo[b, i] = lo
-            S.ohi[b, i] = hi
-        for k in range(n):
-            project(T, S, b, e, T.obj_i[k][OI_ORDER], 0)
-    for i in range(n):
-        S.m[b, i] = zero
-        S.v[b, i] = zero
-
-    # ---- projected Adam, per-candidate early exit (RelationSolver)
-    it = int(0)
-    cp = int(0)
-    b1t = float(1.0)
-    b2t = float(1.0)
-    while it < P.max_iters:
-        if has_face:
-            face_to_update(T, S, b, e)
-        for i in range(n):
-            S.g[b, i] = zero
-        vmax = penalties(T, S, b, e, 0, P.margin, 1)
-        if vmax <= 0.0:
-            break
-        if cp < P.n_checkpoints:
-            if it >= P.checkpoints[cp]:
-                cp += 1
-                if penalties(T, S, b, e, 1, 0.0, 0) <= 0.0:
-                    break
-        it += 1
-        b1t = b1t * P.beta1
-        b2t = b2t * P.beta2
-        lr_t = P.lr * wp.sqrt(1.0 - b2t) / (1.0 - b1t)
-        for i in range(n):
-            g = S.g[b, i]
-            m = P.beta1 * S.m[b, i] + (1.0 - P.beta1) * g
-            v = P.beta2 * S.v[b, i] + (1.0 - P.beta2) * wp.cw_mul(g, g)
-            S.m[b, i] = m
-            S.v[b, i] = v
-            step = wp.vec3(m[0] / (wp.sqrt(v[0]) + P.eps), m[1] / (wp.sqrt(v[1]) + P.eps),
-                           m[2] / (wp.sqrt(v[2]) + P.eps))
-            S.x[b, i] = S.x[b, i] - lr_t * step
-        for k in range(n):
-            project(T, S, b, e, T.obj_i[k][OI_ORDER], 0)
-
-    # ---- after solving: FaceTo headings, RandomAroundSolution (RotateAroundSolution is the base rotation)
-    if P.do_post != 0:
-        if has_face:
-            face_to_update(T, S, b, e)
-        for i in range(n):
-            if T.obj_i[i][OI_RANDOM] != 0:
-                of = T.obj_f[i]
-                d = wp.vec3(wp.randf(st, -1.0, 1.0) * of[4], wp.randf(st, -1.0, 1.0) * of[5],
-                            wp.randf(st, -1.0, 1.0) * of[6])
-                S.x[b, i] = S.x[b, i] + d
-                dq = rpy_quat(wp.randf(st, -1.0, 1.0) * of[7], wp.randf(st, -1.0, 1.0) * of[8],
-                              wp.randf(st, -1.0, 1.0) * of[9])
-                q = wp.normalize(dq * S.rot[b, i])
-                S.rot[b, i] = q
-                lo, hi = rotated_offsets(q, T.local_lo[e, i], T.local_hi[e, i])
-                S.olo[b, i] = lo
-                S.ohi[b, i] = hi
-    loss_out[b] = evaluate_candidate(T, S, b, e, P.write_checks, rel_excess, rel_cause, checks, ov_pair, ov_depth)
-    iters_out[b] = it
+    return (init_kernel if do_init else prepare_kernel, iterate_kernel, finalize_kernel)

@@ -49,7 +49,11 @@ OI_PROJ1 = wp.constant(6)
 OI_RANK = wp.constant(7)  # position of the object in the parents-first order
 OI_ADJ0 = wp.constant(8)  # no_overlap pairs of the object [adj0, adj1) in ``adj``
 OI_ADJ1 = wp.constant(9)
-OI_COLS = 10
+OI_FLAGS = wp.constant(10)  # FLAG_* bits
+OI_COLS = 12
+FLAG_MOVABLE_PARENT = wp.constant(1)  # a projected relation of the object refers to a movable parent
+FLAG_PENALISED = wp.constant(2)  # the object is the subject of a NotNextTo or cylindrical limit
+FLAG_ROTATED = wp.constant(4)  # base rotation, yaw draws or RandomAroundSolution: bounds need rotating
 # obj_f columns: base rotation xyzw (0..3), RandomAroundSolution half ranges m (4..6), rad (7..9)
 OF_COLS = 10
 
@@ -61,12 +65,12 @@ SLOT_NEXT_TO = wp.constant(3)
 SLOT_NOT_NEXT_TO = wp.constant(4)
 SLOT_ALIGN = wp.constant(5)
 SLOT_FACE_TO = wp.constant(6)
-NUM_SLOTS = 7
+NUM_SLOTS = wp.constant(7)
 
 
 vec6i = wp.types.vector(length=6, dtype=wp.int32)
 vec8f = wp.types.vector(length=8, dtype=wp.float32)
-vec10i = wp.types.vector(length=10, dtype=wp.int32)
+vec12i = wp.types.vector(length=12, dtype=wp.int32)
 vec10f = wp.types.vector(length=10, dtype=wp.float32)
 
 
@@ -75,12 +79,13 @@ class SceneTables:
     n_mov: int
     n_all: int
     n_pairs: int
+    init_exact: int  # 1: an initial candidate free of penalties needs no solver iteration (see solve.py)
     kind_start: wp.array(dtype=int)  # NUM_KINDS + 1 row offsets into rel_i / rel_f
     local_lo: wp.array2d(dtype=wp.vec3)  # (E, n_all) local bounds per env
     local_hi: wp.array2d(dtype=wp.vec3)
     fixed_lo: wp.array2d(dtype=wp.vec3)  # (E, n_fixed) world AABB of fixed objects
     fixed_hi: wp.array2d(dtype=wp.vec3)
-    obj_i: wp.array(dtype=vec10i)
+    obj_i: wp.array(dtype=vec12i)
     obj_f: wp.array(dtype=vec10f)
     rel_i: wp.array(dtype=vec6i)
     rel_f: wp.array(dtype=vec8f)

@@ -12,7 +12,7 @@ from isaaclab_arena.relations.kernels.tables import CandidateState, SceneTables
 @wp.kernel(enable_backward=False)
 def validate_kernel(T: SceneTables, S: CandidateState, env_ids: wp.array(dtype=wp.int64),
                     rel_excess: wp.array2d(dtype=float), rel_cause: wp.array2d(dtype=int),
-                    checks: wp.array2d(dtype=int), ov_pair: wp.array(dtype=int), ov_depth: wp.array(dtype=float),
+                    checks: wp.array2d(dtype=wp.bool), ov_pair: wp.array(dtype=int), ov_depth: wp.array(dtype=float),
                     loss_out: wp.array(dtype=float)):
     """Refits each object's bounds to its rotation, then writes per-relation excess/cause, the worst
     overlapping pair and one verdict per check slot (1 = passed), and the loss of the layout."""

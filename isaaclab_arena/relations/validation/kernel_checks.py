@@ -24,7 +24,7 @@ def _get_scratch(device: str, b: int, n: int):
 
 
 def kernel_verdicts(batch, write_loss: bool = False) -> torch.Tensor:
-    """(B, NUM_SLOTS) int32 verdicts of the built-in checks for ``batch`` (1 = passed), computed once and
+    """(B, NUM_SLOTS) bool verdicts of the built-in checks for ``batch`` (True = passed), computed once and
     cached on the batch; also fills ``relation_excess``, ``relation_cause``, ``overlap_pair`` and
     ``overlap_depth`` (and the batch's loss when ``write_loss``)."""
     if batch._kernel_checks is not None:
@@ -34,7 +34,7 @@ def kernel_verdicts(batch, write_loss: bool = False) -> torch.Tensor:
     b = len(batch)
     n = max(problem.num_objects, 1)
     r = max(problem.num_relations, 1)
-    checks = torch.empty((b, NUM_SLOTS), dtype=torch.int32, device=dev)
+    checks = torch.empty((b, NUM_SLOTS), dtype=torch.bool, device=dev)
     excess = torch.empty((b, r), dtype=torch.float32, device=dev)
     cause = torch.empty((b, r), dtype=torch.int32, device=dev)
     ov_pair = torch.empty(b, dtype=torch.int32, device=dev)

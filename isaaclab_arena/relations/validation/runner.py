@@ -88,6 +88,11 @@ class PlacementValidationRunner:
         self._req_cols = [k for k, v in enumerate(self.kernel) if v.check in req]
         self._opt_cols = [k for k, v in enumerate(self.kernel) if v.check not in req]
         self._dev_index: dict = {}
+        modes = [0] * 7
+        for v in self.kernel:
+            modes[v.kernel_slot] = 2 if v.check in req else 1
+        #: Per built-in check slot: 2 required, 1 optional, 0 not enabled (what the solve kernel counts).
+        self.slot_modes = tuple(modes)
 
     def _index(self, device) -> tuple:
         idx = self._dev_index.get(device)
@@ -129,13 +134,19 @@ class PlacementValidationRunner:
         if self.kernel:
             from isaaclab_arena.relations.validation.kernel_checks import kernel_verdicts
 
-            slots, req_cols, opt_cols = self._index(dev)
-            ok_all = kernel_verdicts(batch)[:, slots].bool()
-            for k, v in enumerate(self.kernel):
-                verdicts[v.check] = ok_all[:, k]
+            ok_all = kernel_verdicts(batch)
+            for v in self.kernel:
+                verdicts[v.check] = ok_all[:, v.kernel_slot]
                 evaluated[v.check] = everywhere
-            req_fail = (~ok_all[:, req_cols]).sum(1, dtype=torch.int32)
-            opt_fail = (~ok_all[:, opt_cols]).sum(1, dtype=torch.int32)
+            counted = batch._kernel_counts
+            if counted is not None and counted[0] == self.slot_modes:
+                req_fail, opt_fail = counted[1], counted[2]
+                if self.custom or self.expensive:
+                    req_fail, opt_fail = req_fail.clone(), opt_fail.clone()
+            else:
+                slots, req_cols, opt_cols = self._index(dev)
+                req_fail = (~ok_all[:, slots[req_cols]]).sum(1, dtype=torch.int32)
+                opt_fail = (~ok_all[:, slots[opt_cols]]).sum(1, dtype=torch.int32)
         else:
             req_fail = torch.zeros(b, dtype=torch.int32, device=dev)
             opt_fail = torch.zeros(b, dtype=torch.int32, device=dev)
@@ -161,7 +172,11 @@ class PlacementValidationRunner:
                     req_fail += ~ok
                 else:
                     opt_fail += ~ok
-        passed = req_fail == 0
+        counted = batch._kernel_counts
+        if counted is not None and counted[0] == self.slot_modes and not (self.custom or self.expensive):
+            passed = counted[3]
+        else:
+            passed = req_fail == 0
         res = PlacementValidationResults(self.checks, self.required, verdicts, evaluated, req_fail, opt_fail, passed)
         batch.check_results = verdicts
         batch.required_failures = req_fail

@@ -1,0 +1,60 @@
+"""The per-candidate projected-Adam loop (the RelationSolver stage)."""
+
+from __future__ import annotations
+
+import warp as wp
+
+from isaaclab_arena.relations.kernels.solve import SolveSettings, face_to_update, penalties, project
+from isaaclab_arena.relations.kernels.tables import KIND_FACE_TO, OI_ORDER, CandidateState, SceneTables
+
+
+@wp.kernel(enable_backward=False)
+def iterate_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp.array(dtype=wp.int64),
+                 draw_ids: wp.array(dtype=wp.int64), rel_excess: wp.array2d(dtype=float),
+                 rel_cause: wp.array2d(dtype=int), checks: wp.array2d(dtype=wp.bool), ov_pair: wp.array(dtype=int),
+                 ov_depth: wp.array(dtype=float), loss_out: wp.array(dtype=float), iters_out: wp.array(dtype=int),
+                 counts: wp.array2d(dtype=int), passed: wp.array(dtype=wp.bool), pending: wp.array(dtype=int)):
+    """Projected Adam on candidate b until its own exit test passes (RelationSolver)."""
+    b = wp.tid()
+    if iters_out[b] < 0:  # penalty-free initial candidate of an init_exact scene: nothing to solve
+        iters_out[b] = 0
+        return
+    e = int(env_ids[b])
+    n = T.n_mov
+    zero = wp.vec3(0.0)
+    has_face = T.kind_start[KIND_FACE_TO + 1] > T.kind_start[KIND_FACE_TO]
+    # ---- projected Adam, per-candidate early exit (RelationSolver)
+    it = int(0)
+    cp = int(0)
+    b1t = float(1.0)
+    b2t = float(1.0)
+    while it < P.max_iters:
+        if has_face:
+            face_to_update(T, S, b, e)
+        for i in range(n):
+            S.g[b, i] = zero
+        vmax = penalties(T, S, b, e, 0, P.margin, 1)
+        if vmax <= 0.0:
+            break
+        if cp < P.n_checkpoints:
+            if it >= P.checkpoints[cp]:
+                cp += 1
+                if penalties(T, S, b, e, 1, 0.0, 0) <= 0.0:
+                    break
+        it += 1
+        b1t = b1t * P.beta1
+        b2t = b2t * P.beta2
+        lr_t = P.lr * wp.sqrt(1.0 - b2t) / (1.0 - b1t)
+        for i in range(n):
+            g = S.g[b, i]
+            m = P.beta1 * S.m[b, i] + (1.0 - P.beta1) * g
+            v = P.beta2 * S.v[b, i] + (1.0 - P.beta2) * wp.cw_mul(g, g)
+            S.m[b, i] = m
+            S.v[b, i] = v
+            step = wp.vec3(m[0] / (wp.sqrt(v[0]) + P.eps), m[1] / (wp.sqrt(v[1]) + P.eps),
+                           m[2] / (wp.sqrt(v[2]) + P.eps))
+            S.x[b, i] = S.x[b, i] - lr_t * step
+        for k in range(n):
+            project(T, S, b, e, T.obj_i[k][OI_ORDER], 0)
+
+    iters_out[b] = it
