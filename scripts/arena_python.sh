@@ -6,4 +6,6 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 py=$("$repo/scripts/ensure_env.sh" | tail -n 1)
 cd "$repo"
 export PYTHONUNBUFFERED=1
+# This checkout always wins over whichever checkout the shared venv was last installed from.
+export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
 exec "$py" "$@"

@@ -4,8 +4,10 @@
 
 * ``pool_fill_s``: pool generation, 64 envs x 5 layouts, densest example (dense_tabletop.yaml).
 * ``pool_fill_16obj_256x5_s``: a 16-object tabletop, 256 envs x 5 layouts (target < 1 s on this CPU).
-* ``reset_ms_1024``: one call of the reset term for 1024 envs (target < 5 ms), dense example.
-* ``steps_ratio``: env-steps/s with placement at every reset over the same env with fixed poses (>= 0.95).
+* ``reset_ms_1024``: one call of the reset term for 1024 envs (target < 5 ms), dense example (7 objects);
+  refill resets (one in ``min_unique_layouts_per_env``) are reported apart and amortised.
+* ``steps_ratio``: env-steps/s with placement at every reset over the same env with fixed poses (>= 0.95),
+  resets at the env's episode rate (1 s episodes = 60 env steps), 64 envs.
 """
 
 from __future__ import annotations
@@ -69,53 +71,80 @@ def _build(arena_env, num_envs, solve, episode_length_s=5.0, device="cpu"):
     return b, b.compose_manager_cfg()
 
 
-def bench_reset(device):
+def bench_reset(device, num_envs=1024, reps=40):
+    """Cost of one call of the reset term for ``num_envs`` envs (pool pop + batched root writes), median over
+    calls that find their partitions non-empty; refills (every ``min_unique_layouts_per_env`` resets of the
+    same envs) are reported apart, with their cost per reset amortised."""
     from isaaclab.app import launch_simulation
 
-    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder  # noqa: F401
-
     solve = _solver_available()
-    b, cfg = _build(_dense(), 1024, solve, device=device)
+    b, cfg = _build(_dense(), num_envs, solve, device=device)
     if b.placer is not None:
         b.placer.diagnostics.verbose = False
     with launch_simulation(cfg, {"headless": True, "device": device}):
         env = b.make(cfg)
         env.reset()
         term = env.event_manager._mode_term_cfgs["reset"][0].func
-        ids = torch.arange(1024, device=env.device)
+        ids = torch.arange(num_envs, device=env.device)
         for _ in range(3):
             term(env, ids, b.pose_source_key)
-        reps = 20
-        t = time.perf_counter()
+        plain, refill = [], []
         for _ in range(reps):
+            fills = b.placer.num_fills if b.placer is not None else 0
+            t = time.perf_counter()
             term(env, ids, b.pose_source_key)
-        ms = (time.perf_counter() - t) / reps * 1000
+            dt = (time.perf_counter() - t) * 1000
+            (refill if b.placer is not None and b.placer.num_fills != fills else plain).append(dt)
+        writer = term.writer.name
         env.close()
-    print(f"bench reset_ms_1024={ms:.3f} objects={len(b.pose_source.object_names)} "
-          f"source={'pooled' if solve else 'fixed'} device={device}", flush=True)
+    med = sorted(plain)[len(plain) // 2]
+    ref = sorted(refill)[len(refill) // 2] if refill else 0.0
+    per = b.placer.layouts_per_env if b.placer is not None else 1
+    print(f"bench reset_ms_1024={med:.3f} objects={len(b.pose_source.object_names)} writer={writer} "
+          f"refill_reset_ms={ref:.1f} amortised_ms={(med * (per - 1) + ref) / per:.3f} layouts_per_env={per} "
+          f"source={'pooled' if solve else 'fixed'} envs={num_envs} device={device}", flush=True)
 
 
-def bench_steps(device, num_envs=64, steps=300):
+def bench_steps(device, num_envs=64, episode_length_s=1.0, block_steps=300, rounds=3):
+    """env-steps/s with placement at every reset over the same env with fixed poses.
+
+    One env (dense example, resets at its episode rate: ``episode_length_s`` / (sim_dt * decimation) env
+    steps); its reset term alternates, block by block, between the pooled placer (a fresh layout per reset,
+    refills during resets) and a fixed-pose source holding each env's creation layout (same objects, same
+    physics, same writer). Blocks alternate so machine-load drift hits both alike."""
     from isaaclab.app import launch_simulation
 
-    rates = {}
-    for solve in (False, True):
-        b, cfg = _build(_dense(), num_envs, solve, episode_length_s=0.2, device=device)  # reset every 6 steps
-        if b.placer is not None:
-            b.placer.diagnostics.verbose = False
-        with launch_simulation(cfg, {"headless": True, "device": device}):
-            env = b.make(cfg)
-            env.reset()
-            act = torch.zeros(num_envs, 0, device=env.device)
-            for _ in range(20):
-                env.step(act)
-            t = time.perf_counter()
-            for _ in range(steps):
-                env.step(act)
-            rates[solve] = steps * num_envs / (time.perf_counter() - t)
-            env.close()
-    print(f"bench steps_ratio={rates[True] / rates[False]:.3f} placed_env_steps_s={rates[True]:.0f} "
-          f"fixed_env_steps_s={rates[False]:.0f} envs={num_envs} reset_every_steps=6 device={device}", flush=True)
+    from isaaclab_arena.environments.reset_events import FixedPoseSource
+
+    b, cfg = _build(_dense(), num_envs, True, episode_length_s=episode_length_s, device=device)
+    b.placer.diagnostics.verbose = False
+    steps_per_episode = round(episode_length_s / (cfg.sim.dt * cfg.decimation))
+    with launch_simulation(cfg, {"headless": True, "device": device}):
+        env = b.make(cfg)
+        env.reset()
+        term = env.event_manager._mode_term_cfgs["reset"][0].func
+        pooled = term.source
+        names = pooled.object_names
+        index = torch.tensor([b.placer.object_names.index(n) for n in names])
+        fixed = FixedPoseSource(names, b.placer.creation_poses[:, index])
+        act = torch.zeros(num_envs, 0, device=env.device)
+        for _ in range(20):
+            env.step(act)
+        elapsed = {"placed": 0.0, "fixed": 0.0}
+        fills0 = b.placer.num_fills
+        for _ in range(rounds):
+            for kind, source in (("fixed", fixed), ("placed", pooled)):
+                term.source = source
+                t = time.perf_counter()
+                for _ in range(block_steps):
+                    env.step(act)
+                elapsed[kind] += time.perf_counter() - t
+        refills = b.placer.num_fills - fills0
+        env.close()
+    rate = {k: rounds * block_steps * num_envs / v for k, v in elapsed.items()}
+    print(f"bench steps_ratio={rate['placed'] / rate['fixed']:.3f} placed_env_steps_s={rate['placed']:.0f} "
+          f"fixed_env_steps_s={rate['fixed']:.0f} envs={num_envs} steps_per_episode={steps_per_episode} "
+          f"steps_per_variant={rounds * block_steps} refills={refills} device={device}", flush=True)
 
 
 def _solver_available() -> bool:

@@ -31,9 +31,12 @@ from isaaclab_arena.relations.object_placer import ObjectPlacer  # noqa: E402
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams  # noqa: E402
 from isaaclab_arena.relations.scenes import SCENES, TABLE_SIZE  # noqa: E402
 
+# all_relations uses every remaining relation kind but ClutterOn (it must be an object's only spatial
+# relation), which the clutter scene covers: six boxes released on the table's central 40 %.
 FULL = [("boxes3", [1, 32, 128, 1024, 4096]), ("boxes10", [1, 128, 1024]), ("mug_bowl", [1, 1024]),
-        ("crowded14", [256]), ("all_relations", [256])]
-QUICK = [("boxes3", [1, 128]), ("boxes10", [128]), ("mug_bowl", [128]), ("crowded14", [64]), ("all_relations", [64])]
+        ("crowded14", [256]), ("all_relations", [256]), ("clutter", [256])]
+QUICK = [("boxes3", [1, 128]), ("boxes10", [128]), ("mug_bowl", [128]), ("crowded14", [64]), ("all_relations", [64]),
+         ("clutter", [64])]
 PEER = {"boxes3": (3, 4096), "boxes10": (10, 1024)}
 PEER_QUICK = {"boxes3": (3, 256), "boxes10": (10, 64)}
 

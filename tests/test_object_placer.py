@@ -11,7 +11,7 @@ from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.placement_problem import MeshCollisionNotAvailableError
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relations import AtPosition, IsAnchor, NextTo, On, Side
-from isaaclab_arena.relations.scenes import SCENES, cuboid, mug_bowl_scene, table
+from isaaclab_arena.relations.scenes import SCENES, cuboid, mug_bowl_scene, on_table, table
 from isaaclab_arena.utils.pose import Pose
 
 
@@ -53,11 +53,9 @@ def test_ranking_required_then_optional_then_loss():
 
 def test_over_constrained_scene_fails_and_names_the_relation():
     t = table()
-    mug = cuboid("mug", (0.08, 0.08, 0.1))
-    mug.add_relation(On(t))
+    mug = on_table(t, "mug", (0.08, 0.08, 0.1))
     mug.add_relation(AtPosition(x=0.5))
-    plate = cuboid("plate", (0.2, 0.2, 0.02))
-    plate.add_relation(On(t))
+    plate = on_table(t, "plate", (0.2, 0.2, 0.02))
     plate.add_relation(NextTo(mug, side=Side.POSITIVE_X, distance_m=0.05))
     res = ObjectPlacer(ObjectPlacerParams(placement_seed=0, max_placement_attempts=3)).place([t, mug, plate], 2)
     for r in res:
@@ -79,16 +77,14 @@ def test_no_anchor_is_rejected_before_solving():
 def test_anchor_without_pose_is_rejected():
     t = cuboid("table", (1.0, 1.0, 0.7))
     t.add_relation(IsAnchor())
-    box = cuboid("box", (0.1, 0.1, 0.1))
-    box.add_relation(On(t))
+    box = on_table(t, "box", (0.1, 0.1, 0.1))
     with pytest.raises(PlacementConfigError, match="'table'.*fixed initial pose"):
         ObjectPlacer().place([t, box])
 
 
 def test_child_larger_than_support_is_rejected():
     t = table()
-    big = cuboid("big", (1.5, 0.2, 0.1))
-    big.add_relation(On(t))
+    big = on_table(t, "big", (1.5, 0.2, 0.1))
     with pytest.raises(PlacementConfigError, match="'big' is 1.500 m along x"):
         ObjectPlacer().place([t, big])
 
@@ -143,3 +139,35 @@ def test_verbose_prints_summary(capsys):
     ObjectPlacer(ObjectPlacerParams(placement_seed=1, verbose=True)).place(mug_bowl_scene(), 2)
     out = capsys.readouterr().out
     assert "[placement] Validated 20 candidate layout(s); passed per check: no_overlap=20/20" in out
+
+
+# ------------------------------------------------------------------------ apply_positions_to_objects
+def test_single_env_place_writes_placed_pose_and_can_place_again():
+    scene = mug_bowl_scene()
+    t, mug, bowl = scene
+    pl = ObjectPlacer(ObjectPlacerParams(placement_seed=4))
+    res = pl.place(scene)
+    assert res[0].success
+    for a in (mug, bowl):
+        assert a.placed_pose == Pose(res[0].positions[a.name], res[0].rotations[a.name])
+        assert a.initial_pose is None  # a relation-placed asset keeps no initial_pose
+    assert t.placed_pose is None and t.initial_pose is not None  # anchors untouched
+    again = pl.place(scene)  # neither the restrictions nor the compile cache see the written poses
+    assert again[0].positions == res[0].positions
+    fresh = ObjectPlacer(ObjectPlacerParams(placement_seed=4)).place(mug_bowl_scene())
+    assert fresh[0].positions == res[0].positions
+
+
+def test_placed_pose_not_written_when_disabled_failed_or_for_several_envs():
+    scene = mug_bowl_scene()
+    ObjectPlacer(ObjectPlacerParams(placement_seed=4, apply_positions_to_objects=False)).place(scene)
+    assert scene[1].placed_pose is None
+    res = ObjectPlacer(ObjectPlacerParams(placement_seed=4)).place(scene, num_envs=3)
+    assert all(r.success for r in res) and scene[1].placed_pose is None
+    t = table()
+    mug = on_table(t, "mug", (0.08, 0.08, 0.1))
+    mug.add_relation(AtPosition(x=0.5))
+    plate = on_table(t, "plate", (0.2, 0.2, 0.02))
+    plate.add_relation(NextTo(mug, side=Side.POSITIVE_X, distance_m=0.05))  # off the table: fails
+    res = ObjectPlacer(ObjectPlacerParams(placement_seed=0, max_placement_attempts=2)).place([t, mug, plate])
+    assert not res[0].success and mug.placed_pose is None and plate.placed_pose is None

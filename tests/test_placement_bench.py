@@ -17,7 +17,7 @@ def test_bench_quick_mode_prints_parseable_lines():
     lines = [line for line in out.stdout.splitlines() if line.startswith("bench ")]
     rows = [dict(kv.split("=", 1) for kv in line.split()[1:]) for line in lines]
     solved = [r for r in rows if "layouts_per_s" in r and "batch" in r]
-    assert {r["scene"] for r in solved} == {"boxes3", "boxes10", "mug_bowl", "crowded14", "all_relations"}
+    assert {r["scene"] for r in solved} == {"boxes3", "boxes10", "mug_bowl", "crowded14", "all_relations", "clutter"}
     for r in solved:
         assert float(r["layouts_per_s"]) > 0 and 0.0 <= float(r["valid_rate"]) <= 1.0 and float(r["ms_per_solve"]) > 0
     assert any("compile_s" in r for r in rows) and any("validate_only_per_s" in r for r in rows)

@@ -1,5 +1,8 @@
 """An independent float64 checker (numpy, written from the relations reference, not from the kernels)
-never rejects a layout the solver calls valid, and does reject hand-broken ones."""
+never rejects a layout the solver calls valid, and does reject hand-broken ones. It covers every
+relation kind: the checked ones (On, ClutterOn, NextTo, NotNextTo, AlignWith, FaceTo, no_overlap) and
+the solver objectives (AtPosition, PositionLimitsBox, PositionLimitsCylindrical), which a solved layout
+must also meet."""
 
 from __future__ import annotations
 
@@ -12,10 +15,21 @@ import torch
 from isaaclab_arena.assets.asset import Background
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.relations import AlignWith, FaceTo, NextTo, NotNextTo, On
+from isaaclab_arena.relations.relations import (
+    AlignWith,
+    AtPosition,
+    ClutterOn,
+    FaceTo,
+    NextTo,
+    NotNextTo,
+    On,
+    PositionLimitsBox,
+    PositionLimitsCylindrical,
+)
 from isaaclab_arena.relations.scenes import SCENES
 
 TOL = 2e-6
+OBJECTIVE_TOL = 1e-4  # objectives (no check) are met to this, metres
 Z_TOL = 5e-3
 NOT_NEXT_TO_MARGIN = 0.1
 
@@ -86,6 +100,29 @@ def check_layout(assets, positions: dict, rotations: dict) -> list[str]:
                 err = (lo[k] + hi[k]) / 2 - (plo[k] + phi[k]) / 2 - rel.offset_m
                 if abs(err) > rel.tolerance_m + TOL:
                     fails.append(f"align_with {a.name}")
+            elif isinstance(rel, ClutterOn):
+                exempt.add(frozenset((a.name, rel.parent.name)))
+                plo, phi = boxes[rel.parent.name]
+                c, h = (plo + phi) / 2, rel.spread * (phi - plo) / 2 - rel.edge_margin_m
+                for k in range(2):
+                    if lo[k] < c[k] - h[k] - TOL or hi[k] > c[k] + h[k] + TOL:
+                        fails.append(f"clutter_on {a.name} axis {k}")
+                if lo[2] < phi[2] + rel.clearance_m - 1e-6 or lo[2] < phi[2]:
+                    fails.append(f"clutter_on {a.name} z {lo[2]} top {phi[2]}")
+            elif isinstance(rel, AtPosition):
+                for k, v in enumerate((rel.x, rel.y, rel.z)):
+                    if v is not None and abs(positions[a.name][k] - v) > OBJECTIVE_TOL:
+                        fails.append(f"at_position {a.name} axis {k}")
+            elif isinstance(rel, PositionLimitsBox):
+                for k, (vmin, vmax) in enumerate((rel.x_limits, rel.y_limits, rel.z_limits)):
+                    p = positions[a.name][k]
+                    if (vmin is not None and p < vmin - OBJECTIVE_TOL) or (vmax is not None and p > vmax + OBJECTIVE_TOL):
+                        fails.append(f"position_limits_box {a.name} axis {k}")
+            elif isinstance(rel, PositionLimitsCylindrical):
+                r = np.hypot(positions[a.name][0] - rel.center_x, positions[a.name][1] - rel.center_y)
+                if (rel.radius_min is not None and r < rel.radius_min - OBJECTIVE_TOL) or (
+                        rel.radius_max is not None and r > rel.radius_max + OBJECTIVE_TOL):
+                    fails.append(f"position_limits_cylindrical {a.name} r {r}")
             elif isinstance(rel, FaceTo):
                 tlo, thi = boxes[rel.parent.name]
                 d = np.hypot((tlo[0] + thi[0]) / 2 - positions[a.name][0], (tlo[1] + thi[1]) / 2 - positions[a.name][1])
@@ -105,7 +142,8 @@ def check_layout(assets, positions: dict, rotations: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("scene,yaw", [("boxes10", False), ("mug_bowl", True), ("crowded14", False),
-                                       ("crowded14", True), ("all_relations", False)])
+                                       ("crowded14", True), ("all_relations", False), ("clutter", False),
+                                       ("clutter_bin", False)])
 def test_checker_never_rejects_a_valid_layout(scene, yaw):
     assets = SCENES[scene]()
     pl = ObjectPlacer(ObjectPlacerParams(placement_seed=21, random_yaw_init=yaw))
@@ -126,3 +164,25 @@ def test_checker_is_not_vacuous():
     moved["bowl"] = (moved["mug"][0] + 0.05, moved["mug"][1], moved["bowl"][2])
     fails = check_layout(assets, moved, cand.rotations)
     assert any(f.startswith("next_to gap") for f in fails) and any(f.startswith("overlap") for f in fails)
+
+
+def test_checker_rejects_broken_clutter_and_missed_objectives():
+    clutter = SCENES["clutter_bin"]()
+    cand = ObjectPlacer(ObjectPlacerParams(placement_seed=1)).place_batch(clutter, [0], [0], num_envs=1).candidates[0]
+    assert check_layout(clutter, cand.positions, cand.rotations) == []
+    low = dict(cand.positions)
+    low["cube0"] = (low["cube0"][0], low["cube0"][1], 0.15 + 0.025 - 1e-3)  # 1 mm into the rim clearance
+    wide = dict(cand.positions)
+    wide["cube1"] = (0.09, wide["cube1"][1], wide["cube1"][2])  # central half of 0.4 m: |x| + 0.025 <= 0.1
+    assert any(f.startswith("clutter_on cube0 z") for f in check_layout(clutter, low, cand.rotations))
+    assert any(f.startswith("clutter_on cube1 axis 0") for f in check_layout(clutter, wide, cand.rotations))
+    scene = SCENES["all_relations"]()
+    cand = ObjectPlacer(ObjectPlacerParams(placement_seed=1)).place_batch(scene, [0], [0], num_envs=1).candidates[0]
+    assert check_layout(scene, cand.positions, cand.rotations) == []
+    moved = dict(cand.positions)
+    moved["plate"] = (-0.25, 0.0, moved["plate"][2])  # AtPosition x=-0.3
+    moved["camera"] = (0.3, 0.0, moved["camera"][2])  # inside radius_min around (0.3, 0)
+    moved["board"] = (0.4, moved["board"][1], moved["board"][2])  # x_limits (0.5, None)
+    fails = check_layout(scene, moved, cand.rotations)
+    for prefix in ("at_position plate", "position_limits_cylindrical camera", "position_limits_box board"):
+        assert any(f.startswith(prefix) for f in fails), (prefix, fails)

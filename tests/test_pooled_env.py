@@ -50,13 +50,30 @@ def tabletop(tmp_path_factory):
     ctx.__exit__(None, None, None)
 
 
+def _term(env):
+    return env.unwrapped.event_manager._mode_term_cfgs["reset"][0].func
+
+
+def _revalidate(builder, env):
+    """The layout read back from the simulator, checked again with the placer's checks (no solving)."""
+    pool = builder.placer
+    back = torch.stack([_local(env, n) for n in pool.object_names], dim=1)
+    batch = pool.placer.validate_poses(pool.assets, back[..., :3], back[..., 3:],
+                                       env_ids=torch.arange(back.shape[0]), num_envs=pool.num_envs)
+    return batch
+
+
 def test_reset_writes_the_pooled_layouts_and_they_pass(tabletop):
     builder, env = tabletop
     pool = builder.placer
+    assert _term(env).writer.name == "ovphysx_batched"
     for j, name in enumerate(pool.object_names):
-        torch.testing.assert_close(_local(env, name)[:, :3], pool.current_poses[:, j, :3], atol=1e-4, rtol=0)
+        torch.testing.assert_close(_local(env, name), pool.current_poses[:, j], atol=1e-4, rtol=0)
     slots = pool.current_slot_info["slots"]
     assert bool(pool.slot_passed[torch.arange(4), slots].all()), "a layout handed out failed a required check"
+    batch = _revalidate(builder, env)
+    assert bool(batch.passed.all()), {k: v.tolist() for k, v in batch.check_results.items()}
+    assert set(batch.check_results) >= {"no_overlap", "on_relation", "next_to"}
     assert pool.consumed.tolist() == [1, 1, 1, 1]
     # envs got different layouts
     assert (pool.current_poses[0] - pool.current_poses[1]).abs().max() > 1e-3
@@ -71,6 +88,10 @@ def test_objects_rest_on_the_table_after_stepping(tabletop):
         z = _local(env, name)[:, 2]
         assert torch.all((z - (TOP_Z + half)).abs() < 3e-3), f"{name} rests at {z.tolist()}"
         assert torch.all(env.unwrapped.scene[name].data.root_lin_vel_w.torch.norm(dim=-1) < 1e-2)
+    # resting where they were placed: the solved layout was physically valid (no push-apart)
+    for j, name in enumerate(builder.placer.object_names):
+        moved = (_local(env, name)[:, :2] - builder.placer.current_poses[:, j, :2]).norm(dim=-1)
+        assert torch.all(moved < 5e-3), f"{name} slid {moved.tolist()} m"
 
 
 def test_partial_reset_changes_and_consumes_only_the_reset_envs(tabletop):
@@ -83,50 +104,80 @@ def test_partial_reset_changes_and_consumes_only_the_reset_envs(tabletop):
     assert (pool.consumed - consumed).tolist() == [0, 0, 1, 0]
     for j, n in enumerate(pool.object_names):
         torch.testing.assert_close(after[n][[0, 1, 3]], before[n][[0, 1, 3]], atol=1e-6, rtol=0)
-        torch.testing.assert_close(after[n][2, :3], pool.current_poses[2, j, :3], atol=1e-4, rtol=0)
+        torch.testing.assert_close(after[n][2], pool.current_poses[2, j], atol=1e-4, rtol=0)
+        assert (after[n][2, :3] - before[n][2, :3]).abs().max() > 1e-3  # a new layout, not the old one
+
+
+def test_an_empty_partition_is_refilled_during_the_reset(tabletop):
+    builder, env = tabletop
+    pool = builder.placer
+    fills = pool.num_fills
+    while int(pool.remaining[0]) > 0:
+        env.unwrapped.reset(env_ids=torch.tensor([0]))
+    env.unwrapped.reset(env_ids=torch.tensor([0]))  # env 0 finds its partition empty
+    assert pool.num_fills == fills + 1
+    assert pool.diagnostics.fills[-1].reason == "reset_refill" and pool.diagnostics.fills[-1].envs == [0]
+    assert pool.remaining[0] == pool.layouts_per_env - 1
+    for j, n in enumerate(pool.object_names):
+        torch.testing.assert_close(_local(env, n)[0], pool.current_poses[0, j], atol=1e-4, rtol=0)
+    assert bool(_revalidate(builder, env).passed[0])
 
 
 _SEED_SCRIPT = """
 import sys, torch
+from isaaclab.app import launch_simulation
 from isaaclab_arena.env_spec.arena_env_graph_spec import ArenaEnvGraphSpec
-from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
-import dataclasses
-env = ArenaEnvGraphSpec.from_yaml(sys.argv[1]).to_arena_env()
-params = dataclasses.replace(env.placer_params, placement_seed=11, min_unique_layouts_per_env=2)
-pool = PooledObjectPlacer(env.get_placement_assets(), params, num_envs=3)
-pool.diagnostics.verbose = False
-pool.initialize()
-print("POSES", [round(v, 6) for v in pool.poses.flatten().tolist()])
+from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
+arena_env = ArenaEnvGraphSpec.from_yaml(sys.argv[1]).to_arena_env()
+builder = ArenaEnvBuilder(arena_env, ArenaEnvBuilderCfg(num_envs=3, env_spacing=2.5, placement_seed=int(sys.argv[2])))
+cfg = builder.compose_manager_cfg()
+builder.placer.diagnostics.verbose = False
+with launch_simulation(cfg, {"headless": True, "device": "cpu"}):
+    env = builder.make_registered(cfg)
+    rows = []
+    for _ in range(2):  # creation layout, then the next one
+        env.reset()
+        u = env.unwrapped
+        for n in builder.placer.object_names:
+            rows += (u.scene[n].data.root_pos_w.torch - u.scene.env_origins).flatten().tolist()
+    print("POSES", [round(v, 4) for v in rows])
+    env.close()
 """
 
 
 def test_same_placement_seed_reproduces_layouts_across_processes():
     spec = os.path.join(TABLETOP, "mug_bowl_table.yaml")
-    outs = [subprocess.run([sys.executable, "-c", _SEED_SCRIPT, spec], capture_output=True, text=True, cwd=ARENA_ROOT,
-                           timeout=300) for _ in range(2)]
-    lines = [next(l for l in o.stdout.splitlines() if l.startswith("POSES")) for o in outs]
+    procs = [subprocess.Popen([sys.executable, "-c", _SEED_SCRIPT, spec, seed], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=ARENA_ROOT) for seed in ("42", "42", "43")]
+    outs = [p.communicate(timeout=300) for p in procs]
+    lines = []
+    for (out, err), p in zip(outs, procs):
+        found = [l for l in out.splitlines() if l.startswith("POSES")]
+        assert p.returncode == 0 and found, err[-2000:]
+        lines.append(found[0])
     assert lines[0] == lines[1]
+    assert lines[0] != lines[2]
 
 
 def test_impossible_scene_without_fallbacks_fails_naming_env_and_checks():
-    import isaaclab.sim as sim_utils
-
-    from isaaclab_arena.assets.asset import Object
-    from isaaclab_arena.assets.object_reference import ObjectReference
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
     from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
     from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-    from isaaclab_arena.relations.relations import IsAnchor, On
-    from isaaclab_arena_environments.assets.library import table_background
+    from isaaclab_arena.relations.relations import IsAnchor, NextTo, On, Side
+    from isaaclab_arena.assets.object_reference import ObjectReference
+    from isaaclab_arena_environments.assets.library import bowl, mug, table_background
 
+    # passes the restrictions (each object fits the table), but mug + 1.5 m gap + bowl (1.74 m) cannot fit on
+    # the 1.2 m table along x
     bg = table_background("table_background")
     table = ObjectReference("table", "{ENV_REGEX_NS}/table_background/table", bg, object_type="base")
     table.add_relation(IsAnchor())
-    slab = Object("slab", sim_utils.CuboidCfg(size=(2.0, 2.0, 0.05), rigid_props=sim_utils.UsdPhysicsRigidBodyCfg(),
-                                              collision_props=sim_utils.UsdPhysicsCollisionCfg()))
-    slab.add_relation(On(table))
+    m = mug("mug").add_relation(On(table))
+    b = bowl("bowl").add_relation(On(table)).add_relation(NextTo(m, side=Side.POSITIVE_X, distance_m=1.5))
     params = ObjectPlacerParams(allow_best_loss_fallbacks=False, max_placement_attempts=2, min_unique_layouts_per_env=2)
-    arena_env = IsaacLabArenaEnvironment("impossible", [bg, table, slab], placer_params=params)
-    with pytest.raises(RuntimeError, match=r"Placement pool could not fill 2 layouts per env after 2 solve batches.*"
-                                           r"env 0: failed .*on_relation"):
+    arena_env = IsaacLabArenaEnvironment("impossible", [bg, table, m, b], placer_params=params)
+    with pytest.raises(RuntimeError, match=r"Placement pool could not fill 2 layouts per env after 2 solve batches\. "
+                                           r"Available per env: \[0, 0\].*env 0: failed [^;]*next_to.*; "
+                                           r"env 1: failed [^;]*next_to.*Causes in the last batch: .*'bowl' "
+                                           r"next_to\(mug, positive_x\)"):
         ArenaEnvBuilder(arena_env, ArenaEnvBuilderCfg(num_envs=2)).compose_manager_cfg()

@@ -1,92 +1,136 @@
-"""PooledObjectPlacer pool logic (no simulator): partitions, queue order, refills, fallbacks, seeds.
+"""PooledObjectPlacer pool logic on the real ObjectPlacer (no simulator): partitions, queue order, refills,
+fallbacks, ranking, seeds and diagnostics.
 
-The placer here is a small deterministic stand-in that follows the ObjectPlacer contract of
-docs/ARCHITECTURE.md: candidate (env, draw) is a pure function of its ids; ``fail_envs`` never pass
-``no_overlap``; every 3rd draw of other envs fails ``on_relation``. The real solver path is tested in
-tests/test_pooled_env.py.
+Scenes (the shipped table; tabletop prim anchored through an ObjectReference; procedural objects):
+* ``mug_bowl``: mug and bowl On(table), bowl NextTo(mug): every candidate passes.
+* ``crowded``: twenty 12 cm cubes On(table) solved with ``max_iters=0`` (initial sampling only), so most
+  candidates overlap and envs need several batches: the refill-across-batches case.
+* ``one_env_impossible``: a RigidObjectSet (4 cm cube, 8 cm cube, 16 cm flat box) NextTo(mug, 0.9 m) on the
+  1.2 m table (1.1 m inside On's 5 cm edge margin): mug + gap + box needs 1.14 m, so env 2 (the box) cannot
+  be placed while envs 0 and 1 can: fallbacks and the no-fallback error.
+No stand-in placer is needed: every case comes from a real scene.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import pytest
 import torch
 
+from isaaclab_arena.assets.object_reference import ObjectReference
+from isaaclab_arena.assets.object_set import RigidObjectSet
+from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
+from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
+from isaaclab_arena.relations.relations import IsAnchor, NextTo, On, Side
+from isaaclab_arena_environments.assets import library as L
 
 
-@dataclass
-class Batch:
-    object_names: list
-    positions: torch.Tensor
-    rotations: torch.Tensor
-    loss: torch.Tensor
-    check_results: dict
-    required_failures: torch.Tensor
-    optional_failures: torch.Tensor
-    passed: torch.Tensor
+def _table():
+    bg = L.table_background("table_background")
+    table = ObjectReference("table", "{ENV_REGEX_NS}/table_background/table", bg, object_type="base")
+    table.add_relation(IsAnchor())
+    return bg, table
 
 
-class ContractPlacer:
-    def __init__(self, fail_envs=(), seed=0):
-        self.fail_envs = set(fail_envs)
-        self.seed = seed
-        self.calls = []
-
-    def place_batch(self, assets, env_ids, draw_ids, num_envs, device="cpu"):
-        self.calls.append((env_ids.clone(), draw_ids.clone()))
-        e, d = env_ids.double(), draw_ids.double()
-        x = torch.sin(e * 12.9898 + d * 78.233 + self.seed) * 0.3
-        y = torch.cos(e * 3.1 + d * 1.7 + self.seed) * 0.2
-        pos = torch.stack([x, y, torch.full_like(x, 0.8)], -1).float().unsqueeze(1)
-        rot = torch.tensor([0.0, 0.0, 0.0, 1.0]).expand(len(env_ids), 1, 4).clone()
-        on_ok = (draw_ids % 3) != 2
-        overlap_ok = ~torch.isin(env_ids, torch.tensor(sorted(self.fail_envs), dtype=torch.long))
-        checks = {"on_relation": on_ok, "no_overlap": overlap_ok}
-        req = (~on_ok).long() + (~overlap_ok).long()
-        loss = (d * 0.001 + (1 - overlap_ok.double())).float()
-        return Batch(["mug"], pos, rot, loss, checks, req, torch.zeros_like(req), req == 0)
+def mug_bowl():
+    bg, table = _table()
+    mug = L.mug("mug").add_relation(On(table))
+    bowl = L.bowl("bowl").add_relation(On(table)).add_relation(NextTo(mug))
+    return [bg, table, mug, bowl]
 
 
-def make(num_envs=4, placer=None, **kw):
-    params = ObjectPlacerParams(**{"min_unique_layouts_per_env": 3, "max_placement_attempts": 4, **kw})
-    pool = PooledObjectPlacer([], params, num_envs=num_envs, placer=placer or ContractPlacer())
+def crowded():
+    bg, table = _table()
+    return [bg, table, *[L.cube_12cm(f"c{i:02d}").add_relation(On(table)) for i in range(20)]]
+
+
+def one_env_impossible():
+    bg, table = _table()
+    mug = L.mug("mug").add_relation(On(table))
+    cube = RigidObjectSet("cube", [L.cube_4cm("a"), L.cube_8cm("b"), L.box_flat("c")])
+    cube.add_relation(On(table)).add_relation(NextTo(mug, side=Side.POSITIVE_X, distance_m=0.9))
+    return [bg, table, mug, cube]
+
+
+def make(assets, num_envs=4, output_dir=None, **kw):
+    kw.setdefault("min_unique_layouts_per_env", 3)
+    kw.setdefault("max_placement_attempts", 4)
+    kw.setdefault("placement_seed", 5)
+    pool = PooledObjectPlacer(assets, ObjectPlacerParams(**kw), num_envs=num_envs, output_dir=output_dir)
+    pool.diagnostics.verbose = output_dir is not None
     pool.initialize()
     return pool
 
 
-def test_every_partition_is_filled_with_passing_layouts_first():
-    pool = make()
+def _revalidate(pool, assets):
+    """Independent check of every stored layout with ObjectPlacer.validate_poses (no solving)."""
+    E, Lp, n, _ = pool.poses.shape
+    flat = pool.poses.reshape(E * Lp, n, 7)
+    env_ids = torch.arange(E).repeat_interleave(Lp)
+    batch = ObjectPlacer(pool.params).validate_poses(assets, flat[..., :3], flat[..., 3:], env_ids=env_ids,
+                                                     num_envs=E)
+    return batch.passed.reshape(E, Lp)
+
+
+def test_every_partition_is_filled_with_layouts_that_pass_when_revalidated():
+    assets = mug_bowl()
+    pool = make(assets)
     assert pool.remaining.tolist() == [3, 3, 3, 3]
     assert bool(pool.slot_passed.all()) and not bool(pool.slot_fallback.any())
-    # the candidate of (env, draw 2) fails on_relation, so each env needed a second batch
-    assert pool.next_draw.tolist() == [6, 6, 6, 6]
+    assert bool(_revalidate(pool, assets).all())
+    assert pool.next_draw.tolist() == [3, 3, 3, 3]  # one batch sufficed
+    # layouts differ between envs and between slots of one env
+    assert (pool.poses[0, 0] - pool.poses[1, 0]).abs().max() > 1e-3
+    assert (pool.poses[0, 0] - pool.poses[0, 1]).abs().max() > 1e-3
+
+
+def test_envs_refill_across_batches_until_their_partition_is_full():
+    assets = crowded()
+    pool = make(assets, num_envs=6, min_unique_layouts_per_env=2, max_placement_attempts=10,
+                solver_params=RelationSolverParams(max_iters=0, verbose=False))
+    batches = pool.next_draw // 2
+    assert int(batches.max()) > 1, "the crowded scene should need more than one batch for some env"
+    # only envs still short are re-solved: a full env stops drawing while others continue
+    assert int(batches.min()) < int(batches.max())
+    ok = ~pool.slot_fallback
+    assert bool(pool.slot_passed[ok].all())
+    assert bool((_revalidate(pool, assets) == pool.slot_passed).all())
+    fill = pool.diagnostics.fills[0]
+    assert len(fill.batches) == int(batches.max())
+    assert fill.batches[1].num_candidates == 2 * int((batches > 1).sum())
 
 
 def test_resets_take_the_next_queued_layout_and_refill_only_empty_partitions():
-    pool = make()
+    pool = make(mug_bowl())
     first = pool.poses.clone()
     got = [pool.next_layouts(torch.arange(4)) for _ in range(3)]
     for k in range(3):
         torch.testing.assert_close(got[k], first[:, k])
     assert pool.num_fills == 1
-    pool.next_layouts(torch.tensor([2]))  # env 2's partition is empty: refilled during this reset
+    fresh = pool.next_layouts(torch.tensor([2]))  # env 2's partition is empty: refilled during this reset
     assert pool.num_fills == 2 and pool.diagnostics.fills[-1].envs == [2]
+    assert pool.diagnostics.fills[-1].reason == "reset_refill"
     assert pool.remaining.tolist() == [0, 0, 2, 0]
+    # the refill drew new candidates (draws 3..5), so env 2 gets layouts it never had
+    assert pool.next_draw.tolist() == [3, 3, 6, 3]
+    assert not any(torch.allclose(fresh[0], first[2, k]) for k in range(3))
 
 
 def test_partial_reset_consumes_only_the_reset_envs():
-    pool = make()
-    pool.next_layouts(torch.tensor([1, 3]))
+    pool = make(mug_bowl())
+    before = pool.current_poses.clone()
+    out = pool.next_layouts(torch.tensor([1, 3]))
     assert pool.consumed.tolist() == [0, 1, 0, 1]
     assert pool.remaining.tolist() == [3, 2, 3, 2]
+    torch.testing.assert_close(pool.current_poses[[0, 2]], before[[0, 2]])
+    torch.testing.assert_close(pool.current_poses[[1, 3]], out)
 
 
 def test_resolve_on_reset_false_keeps_the_creation_layout():
-    pool = make(resolve_on_reset=False)
+    pool = make(mug_bowl(), resolve_on_reset=False)
     creation = pool.creation_poses.clone()
     for _ in range(5):
         torch.testing.assert_close(pool.next_layouts(torch.arange(4)), creation)
@@ -94,8 +138,8 @@ def test_resolve_on_reset_false_keeps_the_creation_layout():
 
 
 def test_layouts_of_an_env_do_not_depend_on_env_count_or_other_envs():
-    a = make(num_envs=2)
-    b = make(num_envs=5)
+    a = make(mug_bowl(), num_envs=2)
+    b = make(mug_bowl(), num_envs=5)
     torch.testing.assert_close(a.poses[:2], b.poses[:2])
     for _ in range(4):  # the 4th reset refills env 0: in `a` alone, in `b` together with four other envs
         la = a.next_layouts(torch.tensor([0]))
@@ -104,29 +148,59 @@ def test_layouts_of_an_env_do_not_depend_on_env_count_or_other_envs():
     assert a.diagnostics.fills[-1].envs == [0] and b.diagnostics.fills[-1].envs == [0, 1, 2, 3, 4]
 
 
-def test_fallbacks_fill_impossible_envs_and_are_reported(tmp_path, capsys):
-    pool = PooledObjectPlacer([], ObjectPlacerParams(min_unique_layouts_per_env=3, max_placement_attempts=2),
-                              num_envs=3, output_dir=str(tmp_path), placer=ContractPlacer(fail_envs={1}))
-    pool.initialize()
-    assert pool.fallback_envs == {1}
-    assert bool(pool.slot_fallback[1].all()) and not bool(pool.slot_fallback[[0, 2]].any())
+def test_same_seed_same_pool_other_seed_other_pool():
+    a, b, c = make(mug_bowl()), make(mug_bowl()), make(mug_bowl(), placement_seed=6)
+    torch.testing.assert_close(a.poses, b.poses)
+    assert (a.poses - c.poses).abs().max() > 1e-3
+
+
+def test_fallbacks_fill_the_impossible_env_and_are_reported(tmp_path, capsys):
+    assets = one_env_impossible()
+    pool = make(assets, num_envs=3, output_dir=str(tmp_path), max_placement_attempts=2)
+    assert pool.member_indices["cube"] == [0, 1, 2]
+    assert pool.fallback_envs == {2}
+    assert bool(pool.slot_fallback[2].all()) and not bool(pool.slot_fallback[[0, 1]].any())
+    assert bool(pool.slot_passed[[0, 1]].all()) and not bool(pool.slot_passed[2].any())
+    assert pool.next_draw.tolist() == [3, 3, 6]  # envs 0, 1 filled in batch 1; env 2 used both batches
     out = capsys.readouterr().out
-    assert "[placement] Validated 9 candidate layout(s); passed per check: on_relation=6/9, no_overlap=6/9" in out
-    assert "best-loss fallback used for 3 layout slot(s) in env(s) [1]" in out
+    assert "[placement] Validated 9 candidate layout(s); passed per check: no_overlap=9/9, on_relation=" in out
+    assert "next_to=6/9" in out and "next_to=0/3" in out  # batch 2 re-solved env 2 only
+    assert "  next_to: 'cube' next_to(mug, positive_x): " in out and " rejected (e.g. by " in out
+    assert "best-loss fallback used for 3 layout slot(s) in env(s) [2]" in out
     data = json.loads((tmp_path / "placement_diagnostics.json").read_text())
-    assert data["fills"][0]["fallback_envs"] == [1]
-    assert data["fills"][0]["batches"][0]["checks"]["no_overlap"] == {"passed": 6, "evaluated": 9}
+    fill = data["fills"][0]
+    assert fill["fallback_envs"] == [2] and fill["available_per_env"] == [3, 3, 3]
+    assert fill["batches"][0]["checks"]["next_to"] == {"passed": 6, "evaluated": 9}
+    causes = {r["cause"]: r for r in fill["batches"][1]["rejections"]}
+    cause = next(c for c in causes if c.startswith("'cube' next_to(mug, positive_x)"))
+    assert causes[cause]["example_env"] == 2 and causes[cause]["example_violation"] > 0.0
+
+
+def test_ranking_prefers_fewer_required_failures_then_lower_loss():
+    pool = make(one_env_impossible(), num_envs=3, max_placement_attempts=1, min_unique_layouts_per_env=4)
+    req = [c for c in pool.check_names if c in pool._required()]
+    cols = [pool.check_names.index(c) for c in req]
+    fails = (~pool.slot_checks[2][:, cols]).sum(-1)
+    loss = pool.slot_loss[2]
+    keys = list(zip(fails.tolist(), loss.tolist()))
+    assert keys == sorted(keys), keys
 
 
 def test_no_fallbacks_fails_naming_env_and_checks():
     with pytest.raises(RuntimeError, match=r"Placement pool could not fill 3 layouts per env after 2 solve batches\. "
-                                           r"Available per env: \[3, 0, 3\].*env 1: failed .*no_overlap"):
-        make(num_envs=3, placer=ContractPlacer(fail_envs={1}), max_placement_attempts=2, allow_best_loss_fallbacks=False)
+                                           r"Available per env: \[3, 3, 0\].*env 2: failed .*next_to.*"
+                                           r"Causes in the last batch: next_to: 'cube' next_to\(mug, positive_x\)"):
+        make(one_env_impossible(), num_envs=3, max_placement_attempts=2, allow_best_loss_fallbacks=False)
 
 
-def test_ranking_prefers_fewer_required_failures_then_lower_loss():
-    pool = make(num_envs=2, placer=ContractPlacer(fail_envs={0}), max_placement_attempts=1)
-    # env 0: all candidates fail no_overlap; the last batch's draws 0,1 (one failure) outrank draw 2 (two)
-    assert pool.slot_draw[0].tolist() == [0, 1, 2]
-    losses = pool.slot_loss[0].tolist()
-    assert losses == sorted(losses)
+def test_spawned_members_must_match_the_solved_members():
+    pool = PooledObjectPlacer(one_env_impossible(), ObjectPlacerParams(placement_seed=1), num_envs=3,
+                              member_indices={"cube": [2, 1, 0]})
+    with pytest.raises(ValueError, match=r"RigidObjectSet 'cube': spawned members per env \[2, 1, 0\] differ from "
+                                         r"the members placement solves with \[0, 1, 2\]"):
+        pool.initialize()
+
+
+def test_num_envs_must_be_positive():
+    with pytest.raises(ValueError, match="num_envs must be a positive integer"):
+        PooledObjectPlacer(mug_bowl(), ObjectPlacerParams(), num_envs=0)

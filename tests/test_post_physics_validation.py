@@ -436,3 +436,97 @@ def test_rejection_summary_groups_by_reason_and_object():
     ]
     assert summary.counts == {"pose_shift": 3, "solver validation failed": 2, "physics_settled": 1,
                               "missing required solver checks": 1}
+
+
+# ---- articulation_link_shift on a real settled articulation (kit-less Isaac Lab, OV PhysX, CPU) ---------------------
+def _write_hinge_usd(path, locked: bool) -> str:
+    """A two-link articulation authored with pxr: a 10 cm base cube and a 20 x 2 x 2 cm arm sticking out along +X,
+    joined by a revolute joint about Y at the base's +X face. ``locked`` limits the joint to [0, 0] degrees."""
+    from pxr import Gf, Usd, UsdGeom, UsdPhysics
+
+    stage = Usd.Stage.CreateInMemory()
+    UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
+    UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+    root = UsdGeom.Xform.Define(stage, "/Hinge")
+    stage.SetDefaultPrim(root.GetPrim())
+    UsdPhysics.ArticulationRootAPI.Apply(root.GetPrim())
+    for name, pos, size in (("base", (0.0, 0.0, 0.0), (0.1, 0.1, 0.1)), ("arm", (0.15, 0.0, 0.0), (0.2, 0.02, 0.02))):
+        body = UsdGeom.Xform.Define(stage, f"/Hinge/{name}")
+        body.AddTranslateOp().Set(Gf.Vec3d(*pos))
+        UsdPhysics.RigidBodyAPI.Apply(body.GetPrim())
+        UsdPhysics.MassAPI.Apply(body.GetPrim()).CreateMassAttr(0.2)
+        geom = UsdGeom.Cube.Define(stage, f"/Hinge/{name}/geom")
+        geom.CreateSizeAttr(1.0)
+        geom.AddScaleOp().Set(Gf.Vec3f(*size))
+        UsdPhysics.CollisionAPI.Apply(geom.GetPrim())
+    joint = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge/hinge_joint")
+    joint.CreateBody0Rel().SetTargets(["/Hinge/base"])
+    joint.CreateBody1Rel().SetTargets(["/Hinge/arm"])
+    joint.CreateAxisAttr("Y")
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0.05, 0.0, 0.0))
+    joint.CreateLocalPos1Attr(Gf.Vec3f(-0.1, 0.0, 0.0))
+    if locked:
+        joint.CreateLowerLimitAttr(0.0)
+        joint.CreateUpperLimitAttr(0.0)
+    stage.GetRootLayer().Export(str(path))
+    return str(path)
+
+
+def test_articulation_link_shift_rejects_a_real_articulation_whose_link_swung(tmp_path):
+    """Two articulated task objects resting on the ground: ``hinge``'s unactuated arm swings down under gravity
+    (its link turns ~11 deg relative to the root), ``stiff``'s joint is limited to 0 deg and keeps its links.
+    The capture helpers the recorder uses read both from the simulator after 60 env steps."""
+    import isaaclab.sim as sim_utils
+    from isaaclab.app import launch_simulation
+    from isaaclab.assets import ArticulationCfg, AssetBaseCfg
+    from isaaclab.envs import ManagerBasedRLEnv
+
+    from isaaclab_arena.environments.arena_env_builder import _REPO_GROUND, ArenaEnvCfg, ArenaSceneCfg
+    from isaaclab_arena.environments.physics import make_physics_cfg
+    from isaaclab_arena.offline_placement.scene_capture import (
+        capture_link_poses,
+        capture_root_poses,
+        capture_settled_batch,
+    )
+
+    cfg = ArenaEnvCfg()
+    cfg.decimation, cfg.sim.dt, cfg.sim.device = 2, 1.0 / 120.0, "cpu"
+    cfg.sim.physics = make_physics_cfg("ovphysx", "cpu")
+    scene = ArenaSceneCfg(num_envs=2, env_spacing=2.0)
+    scene.ground = AssetBaseCfg(prim_path="/World/ground", spawn=sim_utils.GroundPlaneCfg(usd_path=_REPO_GROUND))
+    for key, x, locked in (("hinge", 0.0, False), ("stiff", 0.6, True)):
+        usd = _write_hinge_usd(tmp_path / f"{key}.usda", locked)
+        setattr(scene, key, ArticulationCfg(prim_path=f"{{ENV_REGEX_NS}}/{key}", spawn=sim_utils.UsdFileCfg(usd_path=usd),
+                                            init_state=ArticulationCfg.InitialStateCfg(pos=(x, 0.0, 0.051)),
+                                            actuators={}))
+    cfg.scene = scene
+    keys = ["hinge", "stiff"]
+    with launch_simulation(cfg, {"headless": True, "device": "cpu"}):
+        env = ManagerBasedRLEnv(cfg=cfg)
+        try:
+            env.reset()
+            roots0 = capture_root_poses(env.scene, keys)
+            links0, names = capture_link_poses(env.scene, keys)
+            assert sorted(names["hinge"]) == ["arm", "base"]
+            for _ in range(60):
+                env.step(torch.zeros(2, 0))
+            batch = capture_settled_batch(env.scene, [0, 1], roots0, links0, num_steps=60, decimation=2,
+                                          physics_dt_s=1.0 / 120.0)
+            stiff_only = capture_settled_batch(env.scene, [0, 1], {"stiff": roots0["stiff"]},
+                                               {"stiff": links0["stiff"]}, num_steps=60, decimation=2,
+                                               physics_dt_s=1.0 / 120.0)
+        finally:
+            env.close()
+    reports = run_post_physics_validators([ArticulationLinkShiftValidator()], batch).reports["articulation_link_shift"]
+    assert [r.passed for r in reports] == [False, False]
+    for r in reports:
+        assert r.reason.startswith("hinge/") and "link moved relative to its root by" in r.reason
+        assert "limits 0.002 m and 2 deg" in r.reason
+        deg = float(r.reason.split(" and rotated ")[1].split(" deg")[0])
+        assert 5.0 < deg < 20.0, r.reason  # the arm rests on the ground ~11 deg below horizontal
+    # The locked articulation passes, and a looser limit accepts the swung arm.
+    ok = run_post_physics_validators([ArticulationLinkShiftValidator()], stiff_only).reports["articulation_link_shift"]
+    assert [r.passed for r in ok] == [True, True]
+    loose = run_post_physics_validators([ArticulationLinkShiftValidator(max_translation_m=0.05, max_rotation_deg=30.0)],
+                                        batch).reports["articulation_link_shift"]
+    assert [r.passed for r in loose] == [True, True]

@@ -210,6 +210,46 @@ def test_cli_replay_restores_the_settled_poses_and_they_stay_put(cli_recording):
     _replay_round_trip(out, TABLE_SCENE, 3, "test_recorder_replay_table")
 
 
+def test_cli_help_documents_the_exit_status(capsys):
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    try:
+        import record_placement_layouts as script
+    finally:
+        sys.path.remove(os.path.dirname(SCRIPT))
+    with pytest.raises(SystemExit) as done:
+        script.split_launcher_flags(["--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    assert "Exit status:" in text and "--device" in text and "settle.validators.<check>.<setting>" in text
+    assert "0  at least one layout was accepted and written; a shortfall" in text
+    assert "1  no layout was accepted: no file is written" in text
+    assert "2  a configuration error" in text
+
+
+def test_cli_shortfall_exits_0_and_writes_the_accepted_layouts(tmp_path, validators_dir):
+    out = tmp_path / "short.jsonl"
+    proc = _cli([f"env_spec={TABLE_SCENE}", f"output={out}", "num_envs=2", "env_spacing=2", "min_layouts=2",
+                 "max_batches=1", "settle.num_steps=20", "settle.validators.pose_shift.max_translation_m=0.015",
+                 "+settle.validators.reject_odd_envs._target_=recorder_test_validators.RejectOddEnvsValidator",
+                 "render=false", "--device", "cpu", "--viz", "none"], validators_dir)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = _lines(out)
+    assert len(lines) == 1 and lines[0]["source"] == "settled"
+    assert f"Saved 1/2 accepted layouts: {out}" in proc.stdout
+    assert "shortfall" in proc.stderr and "only 1/2 layouts were accepted" in proc.stderr
+
+
+def test_cli_nothing_accepted_exits_1_and_writes_no_file(tmp_path):
+    out = tmp_path / "none.jsonl"
+    # The default 2 mm pose_shift limit rejects On's 1 cm release drop of every layout.
+    proc = _cli([f"env_spec={TABLE_SCENE}", f"output={out}", "num_envs=2", "env_spacing=2", "min_layouts=2",
+                 "max_batches=1", "settle.num_steps=20", "render=false", "--device", "cpu", "--viz", "none"])
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert not out.exists() and not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+    assert "Rejected 2: pose_shift: " in proc.stdout or "Rejected 1: pose_shift: " in proc.stdout
+    assert "no layout was accepted" in proc.stderr and "no file was written" in proc.stderr
+
+
 def test_cli_refuses_an_existing_output_and_leaves_it_untouched(tmp_path):
     out = tmp_path / "exists.jsonl"
     out.write_text("keep me\n")
@@ -316,13 +356,13 @@ class TestOneTableEnv:
 
 
 # ---- clutter round trips -----------------------------------------------------------------------------------------
-def _record_clutter(spec, out, **extra_validators):
+def _record_clutter(spec, out, num_steps=90, max_batches=3, min_layouts=4, **extra_validators):
     from isaaclab_arena.offline_placement.recording import record_settled_placement_layouts
     from isaaclab_arena.offline_placement.recording_config import PlacementRecordingCfg
 
-    cfg = PlacementRecordingCfg(env_spec=spec, output=str(out), num_envs=3, env_spacing=2.0, min_layouts=4,
-                                max_batches=3, seed=42, layouts_per_env=2)
-    cfg.settle.num_steps = 90
+    cfg = PlacementRecordingCfg(env_spec=spec, output=str(out), num_envs=3, env_spacing=2.0,
+                                min_layouts=min_layouts, max_batches=max_batches, seed=42, layouts_per_env=2)
+    cfg.settle.num_steps = num_steps
     for check, settings in extra_validators.items():
         cfg.settle.validators.setdefault(check, {}).update(settings)
     lines = []
@@ -391,6 +431,25 @@ def test_support_containment_rejects_clutter_below_the_minimum_resting_height(tm
     assert result.output is None and not out.exists()
     assert result.rejections == {"support_containment": result.attempted}
     assert any("support_containment" in l and "below the minimum resting height" in l for l in console)
+
+
+def test_physics_settled_rejects_clutter_that_is_still_falling(tmp_path):
+    """One env step (2 physics steps, 1/60 s) after the release the clutter is still in free fall
+    (about 9.81 m/s^2 x 1/60 s = 0.16 m/s > the 0.1 m/s limit): physics_settled rejects every layout."""
+    out = tmp_path / "falling.jsonl"
+    result, console = _record_clutter(CLUTTER_TABLE, out, num_steps=1, max_batches=1, min_layouts=3)
+    assert result.output is None and not out.exists()
+    assert result.attempted == 3 and result.accepted == 0
+    assert result.rejections.get("physics_settled", 0) >= 3, result.rejections
+    settled_lines = [l for l in console if l.startswith("Rejected ") and ": physics_settled: " in l]
+    assert settled_lines and all("final linear speed" in l and "limits 0.1 m/s and 0.1 rad/s" in l
+                                 for l in settled_lines), console
+    speed = float(settled_lines[0].split("final linear speed ")[1].split(" m/s")[0])
+    assert 0.1 < speed < 0.5, settled_lines[0]
+    # The same scene given time to settle passes physics_settled (control).
+    ok, _ = _record_clutter(CLUTTER_TABLE, tmp_path / "settled.jsonl", num_steps=90, max_batches=1,
+                            min_layouts=3)
+    assert "physics_settled" not in ok.rejections and ok.accepted >= 1
 
 
 def test_container_without_a_minimum_resting_height_is_refused(tmp_path):

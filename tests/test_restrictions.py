@@ -185,7 +185,7 @@ def test_clutter_support_must_be_anchor_or_relation_placed():
     rejects([t, obstacle, mug], "asset 'mug', relation clutter_on(crate)",
             "the support 'crate' must be an anchor (IsAnchor) or placed by relations")
     tray = box("tray", size=(0.4, 0.3, 0.02)).add_relation(On(t))
-    accepts([t, tray, box("mug").add_relation(ClutterOn(tray))])
+    accepts([t, tray, box("mug").add_relation(ClutterOn(tray, spread=0.5))])
 
 
 def test_clutter_support_cannot_use_clutter_on():
@@ -202,13 +202,13 @@ def test_movable_clutter_support_must_stay_upright_quarter_turn():
     mug = box("mug").add_relation(ClutterOn(tray))
     rejects([t, target, tray, mug], "the movable support 'tray' must stay upright", "cannot use FaceTo")
     tray2 = box("tray", size=(0.4, 0.3, 0.02)).add_relation(On(t))
-    mug2 = box("mug").add_relation(ClutterOn(tray2))
+    mug2 = box("mug").add_relation(ClutterOn(tray2, spread=0.5))
     rejects([t, tray2, mug2], "random_yaw_init", random_yaw_init=True)
     accepts([t, tray2, mug2], random_yaw_init=False)
     tray3 = box("tray", size=(0.4, 0.3, 0.02)).add_relation(On(t)).add_relation(RotateAroundSolution(yaw_rad=0.5))
     rejects([t, tray3, box("mug").add_relation(ClutterOn(tray3))], "RotateAroundSolution that is not an upright quarter")
     tray4 = box("tray", size=(0.4, 0.3, 0.02)).add_relation(On(t)).add_relation(RotateAroundSolution(yaw_rad=math.pi / 2))
-    accepts([t, tray4, box("mug").add_relation(ClutterOn(tray4))])
+    accepts([t, tray4, box("mug").add_relation(ClutterOn(tray4, spread=0.5))])
 
 
 # -- FaceTo ------------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from isaaclab_arena.relations.relations import (
     RotateAroundSolution,
     Side,
 )
-from isaaclab_arena.relations.scenes import cuboid, table
+from isaaclab_arena.relations.scenes import cuboid, on_table, table
 from isaaclab_arena.relations.validation.diagnostics import rejection_records
 from isaaclab_arena.utils.pose import Pose
 
@@ -70,8 +70,7 @@ def test_on_solved_rests_on_top_inside_margin():
 
 def test_on_rejects_footprint_outside_and_floating():
     t = table()
-    box = cuboid("box", (0.1, 0.1, 0.1))
-    box.add_relation(On(t))
+    box = on_table(t, "box", (0.1, 0.1, 0.1))
     # x centre 0.5: right edge at 0.55 > 0.6 - 0.05 = 0.55 + 0.02 beyond -> 0.02 m outside
     ok, recs = reject([t, box], {"box": (0.52, 0.0, TOP + 0.05 + 0.01)})
     assert not ok["on_relation"]
@@ -103,8 +102,7 @@ def test_on_overlap_allows_overhang_but_not_leaving():
 
 def test_on_chain_cup_on_plate():
     t = table()
-    plate = cuboid("plate", (0.3, 0.3, 0.02))
-    plate.add_relation(On(t))
+    plate = on_table(t, "plate", (0.3, 0.3, 0.02))
     cup = cuboid("cup", (0.08, 0.08, 0.1))
     cup.add_relation(On(plate, edge_margin_m=0.02))
     for r in solve([t, plate, cup]):
@@ -118,10 +116,8 @@ def test_on_chain_cup_on_plate():
 @pytest.mark.parametrize("side", list(Side))
 def test_next_to_every_side(side):
     t = table()
-    a = cuboid("a", (0.1, 0.1, 0.1))
-    a.add_relation(On(t))
-    b = cuboid("b", (0.06, 0.08, 0.05))
-    b.add_relation(On(t))
+    a = on_table(t, "a", (0.1, 0.1, 0.1))
+    b = on_table(t, "b", (0.06, 0.08, 0.05))
     b.add_relation(NextTo(a, side=side, distance_m=0.04, tolerance_m=0.01))
     for r in solve([t, a, b]):
         ax_, bx = r.positions["a"], r.positions["b"]
@@ -134,10 +130,8 @@ def test_next_to_every_side(side):
 
 def test_next_to_cross_ratio_centres():
     t = table()
-    a = cuboid("a", (0.2, 0.2, 0.1))
-    a.add_relation(On(t))
-    b = cuboid("b", (0.06, 0.06, 0.05))
-    b.add_relation(On(t))
+    a = on_table(t, "a", (0.2, 0.2, 0.1))
+    b = on_table(t, "b", (0.06, 0.06, 0.05))
     b.add_relation(NextTo(a, side="positive_y", cross_position_ratio=0.5))
     for r in solve([t, a, b]):
         assert r.positions["b"][0] == pytest.approx(r.positions["a"][0] + 0.05, abs=1e-4)
@@ -145,10 +139,8 @@ def test_next_to_cross_ratio_centres():
 
 def test_next_to_rejects_wrong_side_closer_and_farther():
     t = table()
-    a = cuboid("a", (0.1, 0.1, 0.1))
-    a.add_relation(On(t))
-    b = cuboid("b", (0.1, 0.1, 0.1))
-    b.add_relation(On(t))
+    a = on_table(t, "a", (0.1, 0.1, 0.1))
+    b = on_table(t, "b", (0.1, 0.1, 0.1))
     b.add_relation(NextTo(a, side=Side.POSITIVE_X, distance_m=0.05, tolerance_m=0.01))
     z = TOP + 0.06
     ok, recs = reject([t, a, b], {"a": (0.0, 0.0, z), "b": (-0.25, 0.0, z)})
@@ -170,11 +162,9 @@ def test_next_to_rejects_wrong_side_closer_and_farther():
 # ---------------------------------------------------------------------------------------- NotNextTo
 def _not_next_to_scene(margin=None):
     t = table()
-    a = cuboid("a", (0.1, 0.1, 0.1))
-    a.add_relation(On(t))
+    a = on_table(t, "a", (0.1, 0.1, 0.1))
     a.add_relation(AtPosition(x=0.0, y=0.0))
-    b = cuboid("b", (0.1, 0.1, 0.1))
-    b.add_relation(On(t))
+    b = on_table(t, "b", (0.1, 0.1, 0.1))
     b.add_relation(NotNextTo(a, side=Side.POSITIVE_X))
     b.add_relation(PositionLimitsBox(x_limits=(0.2, None)))
     return [t, a, b]
@@ -216,11 +206,9 @@ def test_replaced_not_next_to_strategy_changes_result():
 # ------------------------------------------------------------------- AtPosition, limits, AlignWith
 def test_at_position_and_box_limits():
     t = table()
-    a = cuboid("a", (0.1, 0.1, 0.1))
-    a.add_relation(On(t))
+    a = on_table(t, "a", (0.1, 0.1, 0.1))
     a.add_relation(AtPosition(x=0.2, y=-0.1))
-    b = cuboid("b", (0.1, 0.1, 0.1))
-    b.add_relation(On(t))
+    b = on_table(t, "b", (0.1, 0.1, 0.1))
     b.add_relation(PositionLimitsBox(x_limits=(-0.3, -0.1), y_limits=(0.1, None)))
     for r in solve([t, a, b]):
         assert r.positions["a"][:2] == pytest.approx((0.2, -0.1), abs=1e-6)
@@ -235,8 +223,7 @@ def test_at_position_and_box_limits():
 
 def test_cylindrical_limits():
     t = table()
-    a = cuboid("a", (0.05, 0.05, 0.05))
-    a.add_relation(On(t))
+    a = on_table(t, "a", (0.05, 0.05, 0.05))
     a.add_relation(PositionLimitsCylindrical(center_x=0.1, center_y=0.1, radius_min=0.1, radius_max=0.15))
     for r in solve([t, a], num_envs=8):
         x, y, _ = r.positions["a"]
@@ -245,10 +232,8 @@ def test_cylindrical_limits():
 
 def test_align_with_solved_and_rejected():
     t = table()
-    a = cuboid("a", (0.1, 0.1, 0.1))
-    a.add_relation(On(t))
-    b = cuboid("b", (0.1, 0.1, 0.1))
-    b.add_relation(On(t))
+    a = on_table(t, "a", (0.1, 0.1, 0.1))
+    b = on_table(t, "b", (0.1, 0.1, 0.1))
     b.add_relation(AlignWith(a, axis="x", offset_m=0.2, tolerance_m=0.02))
     for r in solve([t, a, b]):
         assert abs(r.positions["b"][0] - r.positions["a"][0] - 0.2) <= 0.02 + 1e-5
@@ -289,8 +274,7 @@ def test_no_overlap_movables_anchor_and_passive_obstacle():
 
 def test_on_pair_is_exempt_but_stacked_neighbours_are_not():
     t = table()
-    plate = cuboid("plate", (0.3, 0.3, 0.02))
-    plate.add_relation(On(t))
+    plate = on_table(t, "plate", (0.3, 0.3, 0.02))
     cup = cuboid("cup", (0.08, 0.08, 0.1))
     cup.add_relation(On(plate))
     ok, _ = reject([t, plate, cup], {"plate": (0.0, 0.0, TOP + 0.02), "cup": (0.0, 0.0, TOP + 0.03 + 0.06)})
@@ -302,10 +286,8 @@ def test_on_pair_is_exempt_but_stacked_neighbours_are_not():
 # ----------------------------------------------------------------------------- orientation + modifiers
 def test_face_to_heading_and_rejection():
     t = table()
-    target = cuboid("target", (0.1, 0.1, 0.1))
-    target.add_relation(On(t))
-    cam = cuboid("cam", (0.2, 0.04, 0.05))
-    cam.add_relation(On(t))
+    target = on_table(t, "target", (0.1, 0.1, 0.1))
+    cam = on_table(t, "cam", (0.2, 0.04, 0.05))
     cam.add_relation(FaceTo(target))
     for r in solve([t, target, cam], random_yaw_init=True):
         q = r.rotations["cam"]
@@ -316,19 +298,33 @@ def test_face_to_heading_and_rejection():
         assert abs(q[0]) < 1e-6 and abs(q[1]) < 1e-6
     z = TOP + 0.06
     ok, recs = reject([t, target, cam], {"target": (0.0, 0.0, z), "cam": (0.0, 0.0, TOP + 0.035)})
-    assert not ok["face_to"] and "at the target's XY position" in one(recs, "face_to").cause
+    r = one(recs, "face_to")
+    assert not ok["face_to"] and "'cam' face_to(target): at the target's XY position" in r.cause
+    assert r.violation_m == pytest.approx(1e-6, abs=1e-7)  # how far short of a defined heading (1 um)
+    ok, _ = reject([t, target, cam], {"target": (0.0, 0.0, z), "cam": (0.2, 0.0, TOP + 0.035)})
+    assert ok["face_to"]
 
 
 def test_rotate_around_solution_is_base_rotation_with_refit_bounds():
     t = table()
-    long = cuboid("long", (0.6, 0.1, 0.05))
-    long.add_relation(On(t))
+    long = on_table(t, "long", (0.6, 0.1, 0.05))
     long.add_relation(RotateAroundSolution(yaw_rad=math.pi / 2))
     for r in solve([t, long], num_envs=8):
         q = r.rotations["long"]
         assert abs(Pose((0, 0, 0), q).yaw_rad() - math.pi / 2) < 1e-5
         # rotated: 0.6 m along y must fit the 0.8 m table inside the 0.05 m margins
         assert abs(r.positions["long"][1]) <= 0.4 - 0.05 - 0.3 + 1e-5
+
+
+def test_rotate_around_solution_roll_refits_height():
+    t = table()
+    lying = on_table(t, "lying", (0.04, 0.2, 0.06))
+    lying.add_relation(RotateAroundSolution(roll_rad=math.pi / 2))  # local y (0.2 m) becomes world z
+    for r in solve([t, lying], num_envs=4, random_yaw_init=True):
+        assert r.positions["lying"][2] == pytest.approx(TOP + 0.01 + 0.1, abs=1e-5)
+        q = r.rotations["lying"]
+        up = 2 * (q[1] * q[2] + q[3] * q[0])  # world z of the body's local +y
+        assert up == pytest.approx(1.0, abs=1e-5)  # the random yaw keeps the roll
 
 
 def test_random_yaw_init_rotates_and_stays_valid():
@@ -343,23 +339,37 @@ def test_random_yaw_init_rotates_and_stays_valid():
     assert len(yaws) == 8
 
 
-def test_random_around_solution_offsets_and_stays_valid():
+def _random_around_scene(x_half=0.05, y_half=0.03, yaw_half=0.8):
     t = table()
     b = cuboid("b", (0.1, 0.1, 0.1))
     b.add_relation(On(t, edge_margin_m=0.0))
-    b.add_relation(RandomAroundSolution(x_half_m=0.05, yaw_half_rad=0.8))
-    b.add_relation(AtPosition(x=0.5))  # near the edge: the solver leaves room for the offsets
-    res = solve([t, b], num_envs=16)
-    xs = [r.positions["b"][0] for r in res]
-    assert max(xs) - min(xs) > 0.01
-    assert all(abs(Pose((0, 0, 0), r.rotations["b"]).yaw_rad()) <= 0.8 + 1e-5 for r in res)
+    b.add_relation(RandomAroundSolution(x_half_m=x_half, y_half_m=y_half, yaw_half_rad=yaw_half))
+    b.add_relation(AtPosition(x=0.45, y=0.2))  # near the corner: the solver leaves room for the offsets
+    return [t, b]
+
+
+def test_random_around_solution_offsets_within_half_ranges_after_solving():
+    res = solve(_random_around_scene(), num_envs=32)
+    dx = [r.positions["b"][0] - 0.45 for r in res]  # AtPosition fixes the solved x, y exactly
+    dy = [r.positions["b"][1] - 0.2 for r in res]
+    yaw = [Pose((0, 0, 0), r.rotations["b"]).yaw_rad() for r in res]
+    assert max(map(abs, dx)) <= 0.05 + 1e-6 and max(map(abs, dy)) <= 0.03 + 1e-6
+    assert max(map(abs, yaw)) <= 0.8 + 1e-5
+    assert max(dx) - min(dx) > 0.05 and max(dy) - min(dy) > 0.03 and max(yaw) - min(yaw) > 0.8  # spread out
+    assert all(r.positions["b"][2] == pytest.approx(TOP + 0.01 + 0.05, abs=1e-5) for r in res)  # z half 0
+    same = solve(_random_around_scene(), num_envs=32)
+    assert [r.positions for r in same] == [r.positions for r in res]  # seeded
+    other = solve(_random_around_scene(), num_envs=32, placement_seed=12)
+    assert [r.positions for r in other] != [r.positions for r in res]
+    # without the modifier the same scene solves to the AtPosition point exactly
+    for r in solve(_random_around_scene(0.0, 0.0, 0.0), num_envs=4):
+        assert r.positions["b"][:2] == pytest.approx((0.45, 0.2), abs=1e-6)
 
 
 def test_anchor_never_moves_and_object_reference_pose_used():
     t = table()
     t.set_initial_pose(Pose((1.0, 2.0, 0.375), (0.0, 0.0, 0.7071068, 0.7071068)))  # quarter turn: 0.8 x 1.2
-    b = cuboid("b", (0.1, 0.1, 0.1))
-    b.add_relation(On(t))
+    b = on_table(t, "b", (0.1, 0.1, 0.1))
     pl = placer()
     res = pl.place([t, b], num_envs=4)
     for r in res:
@@ -380,8 +390,7 @@ def test_is_anchor_only_scene_places_nothing_but_passes():
 
 def test_batch_tensors_contract():
     t = table()
-    b = cuboid("b", (0.1, 0.1, 0.1))
-    b.add_relation(On(t))
+    b = on_table(t, "b", (0.1, 0.1, 0.1))
     pl = placer()
     batch = pl.place_batch([t, b], torch.tensor([0, 1, 1]), torch.tensor([0, 0, 1]), num_envs=2)
     assert batch.object_names == ["b"]
@@ -432,7 +441,6 @@ def test_clutter_on_rejects_outside_region_and_too_low():
 
 def test_clutter_check_passes_trivially_without_clutter():
     t = table()
-    b = cuboid("b", (0.1, 0.1, 0.1))
-    b.add_relation(On(t))
+    b = on_table(t, "b", (0.1, 0.1, 0.1))
     ok, _ = reject([t, b], {"b": (0.0, 0.0, TOP + 0.06)})
     assert ok["clutter_on_relation"] and ok["next_to"] and ok["not_next_to"] and ok["face_to"]

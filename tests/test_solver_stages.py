@@ -67,3 +67,33 @@ def test_solver_params_validation():
         from isaaclab_arena.relations.relations import RandomAroundSolution
 
         RelationSolverParams().strategy_for(RandomAroundSolution)
+
+
+def test_initial_sampling_follows_the_on_chain_else_the_first_anchor():
+    from isaaclab_arena.relations.relations import IsAnchor, NotNextTo, On
+    from isaaclab_arena.relations.scenes import cuboid, on_table, table
+    from isaaclab_arena.utils.pose import Pose
+
+    shelf = cuboid("shelf", (0.6, 0.4, 1.0), Pose((3.0, 0.0, 0.5)))  # the first anchor collected
+    shelf.add_relation(IsAnchor())
+    t = table()
+    plate = on_table(t, "plate", (0.3, 0.3, 0.02))
+    cup = cuboid("cup", (0.05, 0.05, 0.05))
+    cup.add_relation(On(plate, overlap=True))  # chain cup -> plate -> table
+    lost = cuboid("lost", (0.05, 0.05, 0.05))
+    lost.add_relation(NotNextTo(plate))  # no On chain: starts on the first anchor
+    a = cuboid("a", (0.05, 0.05, 0.05))
+    b = cuboid("b", (0.05, 0.05, 0.05))
+    a.add_relation(On(b, overlap=True))
+    b.add_relation(On(a, overlap=True))  # a loop: first anchor as well
+    scene = [shelf, t, plate, cup, lost, a, b]
+    params = ObjectPlacerParams(placement_seed=2)
+    problem = compile_placement_problem(scene, 4, 2, params)
+    batch = PlacementCandidateGenerator(RelationSolver()).generate(problem, torch.arange(16) % 4, torch.arange(16) // 4)
+    pos = {n: batch.positions[:, k] for k, n in enumerate(problem.object_names)}
+    for name in ("plate", "cup"):
+        assert bool((pos[name][:, 0].abs() <= 0.6).all()), name  # on the table, not the shelf
+    for name in ("lost", "a", "b"):
+        assert bool(((pos[name][:, 0] - 3.0).abs() <= 0.3).all()), name  # on the shelf's footprint
+    assert bool((pos["lost"][:, 2] >= 1.0).all())  # drawn on the shelf top
+    assert len({round(float(x), 4) for x in pos["lost"][:, 0]}) > 8  # drawn, not just centred

@@ -11,7 +11,7 @@ import torch
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.relations import NextTo, On, Side
-from isaaclab_arena.relations.scenes import cuboid, mug_bowl_scene, table
+from isaaclab_arena.relations.scenes import cuboid, mug_bowl_scene, on_table, table
 from isaaclab_arena.relations.validation.diagnostics import rejection_records, summary_lines
 from isaaclab_arena.relations.validation.pre_physics import PrePhysicsPlacementValidator
 from isaaclab_arena.relations.validation.registry import (
@@ -53,8 +53,7 @@ def test_builtin_checks_registered_and_ik_not_without_curobo():
 
 def _tower_scene():
     t = table()
-    low = cuboid("low", (0.1, 0.1, 0.1))
-    low.add_relation(On(t))
+    low = on_table(t, "low", (0.1, 0.1, 0.1))
     tall = cuboid("tall", (0.1, 0.1, 2.0))  # origin at 0.75 + 0.01 + 1.0 = 1.76 m
     tall.add_relation(On(t))
     return [t, low, tall]
@@ -101,17 +100,11 @@ def test_expensive_check_runs_only_on_candidates_passing_required_inexpensive_ch
             return torch.ones(len(batch), dtype=torch.bool)
 
     try:
-        t = table()
-        mug = cuboid("mug", (0.08, 0.08, 0.1))
-        mug.add_relation(On(t))
-        bowl = cuboid("bowl", (0.16, 0.16, 0.06))
-        bowl.add_relation(On(t))
-        bowl.add_relation(NextTo(mug, side=Side.POSITIVE_X, distance_m=0.05))
         pl = ObjectPlacer(ObjectPlacerParams(placement_seed=0))
         ok = torch.tensor([0.0, 0.0, 0.81])
         pos = torch.stack([torch.stack([ok, torch.tensor([0.17, 0.0, 0.79])]),  # valid
                            torch.stack([ok, torch.tensor([-0.3, 0.0, 0.79])])])  # next_to fails
-        batch = pl.validate_poses([t, mug, bowl], pos)
+        batch = pl.validate_poses(mug_bowl_scene(), pos)
         assert seen == [1]
         assert batch.check_results["counting_expensive"].tolist() == [True, False]
         assert batch.validation.counts()["counting_expensive"] == (1, 1)
@@ -148,10 +141,8 @@ def test_register_validator_rejects_non_validators():
 
 def test_summary_lines_and_records_name_cause_and_amount():
     t = table()
-    box = cuboid("box", (0.1, 0.1, 0.1))
-    box.add_relation(On(t))
-    plate = cuboid("plate", (0.1, 0.1, 0.02))
-    plate.add_relation(On(t))
+    box = on_table(t, "box", (0.1, 0.1, 0.1))
+    plate = on_table(t, "plate", (0.1, 0.1, 0.02))
     plate.add_relation(NextTo(box, side=Side.POSITIVE_X, distance_m=0.05))
     pl = ObjectPlacer(ObjectPlacerParams(placement_seed=0))
     pos = torch.tensor([[[0.0, 0.0, 0.81], [-0.25, 0.0, 0.77]], [[0.0, 0.0, 0.81], [0.08, 0.0, 0.77]]])

@@ -50,6 +50,9 @@ class PlaceableAsset:
         if initial_pose is not None and not isinstance(initial_pose, Pose):
             raise TypeError(f"asset '{name}': initial_pose must be a Pose, got {initial_pose!r}")
         self.initial_pose = initial_pose
+        #: Pose written by a successful single-env ``ObjectPlacer.place()`` (``apply_positions_to_objects``);
+        #: kept apart from ``initial_pose`` so a relation-placed asset can be placed again.
+        self.placed_pose: Pose | None = None
         self.collision_mode = None if collision_mode is None else _coerce(CollisionMode, collision_mode, name, "collision_mode")
         self._relations: list[RelationBase] = []
 

@@ -208,8 +208,9 @@ class ArenaEnvBuilder:
                     raise ValueError(f"ObjectReference '{asset.name}': its parent '{asset.parent_asset.name}' is not "
                                      f"an asset of environment '{self.arena_env.name}'")
 
-    def _assign_members(self) -> None:
-        seed = self.placer_params.placement_seed
+    def _assign_members(self, seed: int | None) -> None:
+        """Member of every RigidObjectSet per env, from the seed the placer solves with (so spawned objects
+        match the solved sizes even when ``placement_seed`` is None and the placer drew its own)."""
         self.member_indices = {a.name: a.member_indices_per_env(self.cfg.num_envs, seed)
                                for a in self.arena_env.assets if isinstance(a, RigidObjectSet)}
         if self.member_indices and self.physics == "newton_mjwarp":
@@ -246,6 +247,7 @@ class ArenaEnvBuilder:
         if layouts is not None:
             from isaaclab_arena.environments.replay_source import ReplayPoseSource
 
+            self._assign_members(self.placer_params.placement_seed)
             dynamic = ReplayPoseSource(layouts, self.cfg.num_envs)
             covered = set(dynamic.object_names)
         else:
@@ -256,9 +258,14 @@ class ArenaEnvBuilder:
 
                 self.placer = PooledObjectPlacer(self.arena_env.get_placement_assets(), self.placer_params,
                                                  num_envs=self.cfg.num_envs, device=self.cfg.device,
-                                                 output_dir=self.cfg.output_dir, member_indices=self.member_indices)
+                                                 output_dir=self.cfg.output_dir)
+                # the placer's seed (drawn at construction when placement_seed is None) picks the members
+                self._assign_members(self.placer.placement_seed)
+                self.placer.member_indices = dict(self.member_indices)
                 self.placer.initialize()
                 dynamic = self.placer.as_pose_source([a.name for a in placed])
+            else:
+                self._assign_members(self.placer_params.placement_seed)
             covered = set(dynamic.object_names) if dynamic is not None else set()
         fixed_rows, fixed_names = [], []
         for i, a in enumerate(a for a in rigid if a.name not in covered):
@@ -286,7 +293,6 @@ class ArenaEnvBuilder:
     def compose_manager_cfg(self) -> ArenaEnvCfg:
         """Returns the Isaac Lab manager-based RL env config of the arena environment (solves placement)."""
         self._check_assets()
-        self._assign_members()
         self.pose_source = self._make_pose_source()
         env0 = {}
         if self.pose_source is not None:

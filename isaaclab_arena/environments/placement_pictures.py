@@ -27,8 +27,11 @@ def _footprint(box, pos, yaw):
     return [(pos[0] + c * x - s * y, pos[1] + s * x + c * y) for x, y in corners]
 
 
-def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None) -> str:
-    """Draws the current layout of the first ``max_envs`` envs of a ``PooledObjectPlacer``; returns ``path``."""
+def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, report: dict | None = None) -> str:
+    """Draws the current layout of the first ``max_envs`` envs of a ``PooledObjectPlacer``; returns ``path``.
+
+    ``report``, when given, receives ``{env: [failed checks]}`` for every panel drawn highlighted.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -80,6 +83,8 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None) -> st
         ax.margins(0.05)
         title = f"env {e}"
         if failed:
+            if report is not None:
+                report[e] = list(failed)
             title += " FAILED: " + ", ".join(failed)
             for sp in ax.spines.values():
                 sp.set_color("red")

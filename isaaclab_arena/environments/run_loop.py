@@ -54,9 +54,12 @@ def run(builder, num_steps: int, output_dir: str | None, pictures: bool = True, 
             if pictures and output_dir and builder.placer is not None:
                 from isaaclab_arena.environments.placement_pictures import write_layout_picture
 
-                path = write_layout_picture(builder.placer, os.path.join(output_dir, "layouts.png"))
-                print(f"[arena] layout picture: {path}")
+                failed: dict = {}
+                path = write_layout_picture(builder.placer, os.path.join(output_dir, "layouts.png"), report=failed)
+                print(f"[arena] layout picture: {path}" + (f" (failed checks highlighted in envs {sorted(failed)})"
+                                                          if failed else ""))
                 summary["picture"] = path
+                summary["picture_failed_checks"] = {str(k): v for k, v in failed.items()}
             act = zero_actions(env)
             t1 = time.perf_counter()
             for _ in range(num_steps):

@@ -4,6 +4,7 @@
         --placement_seed 42 --num_steps 100 table_pick_and_place --additional_table_objects cube_8cm
 
 Runner flags (shared parser, spec section 9) precede the environment name; environment flags follow it.
+Recorded layouts replay with ``--placement_layouts layouts.jsonl`` placed before the environment name.
 """
 
 from __future__ import annotations
@@ -14,39 +15,47 @@ import sys
 POLICY_TYPES = ("zero_action",)
 
 
-def _split(argv: list[str], names: list[str]) -> tuple[list[str], str | None, list[str]]:
-    for i, a in enumerate(argv):
-        if not a.startswith("-") and (i == 0 or not argv[i - 1].startswith("--") or argv[i - 1] in _FLAGS_NO_VALUE):
-            return argv[:i], a, argv[i + 1:]
-    return argv, None, []
+def make_parser() -> argparse.ArgumentParser:
+    from isaaclab_arena.environments.cli import get_isaaclab_arena_cli_parser
 
-
-_FLAGS_NO_VALUE = {"--no_solve_relations", "--resolve_on_reset", "--no-resolve_on_reset", "--pictures", "--no-pictures"}
-
-
-def main(argv: list[str] | None = None) -> dict:
-    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder
-    from isaaclab_arena.environments.cli import builder_cfg_from_args, get_isaaclab_arena_cli_parser
-    from isaaclab_arena.environments.run_loop import run
-    from isaaclab_arena_environments.registered import REGISTERED_ENVIRONMENTS, get_registered_environment
-
-    argv = list(sys.argv[1:] if argv is None else argv)
     parser = get_isaaclab_arena_cli_parser(__doc__.splitlines()[0])
     parser.add_argument("--policy_type", default="zero_action", choices=POLICY_TYPES)
     parser.add_argument("--num_episodes", type=int, default=None, help="(not used by zero_action; steps bound the run)")
-    runner_argv, env_name, env_argv = _split(argv, list(REGISTERED_ENVIRONMENTS))
-    args = parser.parse_args(runner_argv)
-    if env_name is None:
+    parser.add_argument("env_name", nargs="?", default=None, help="registered environment (runner flags before it)")
+    parser.add_argument("env_args", nargs=argparse.REMAINDER, help="the environment's own flags")
+    return parser
+
+
+def build_from_args(argv: list[str]):
+    """Parses runner flags, the registered env name and its flags; returns ``(builder, args)``.
+
+    Unknown environment names and bad flags exit with a message naming what was wrong and what is accepted.
+    """
+    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder
+    from isaaclab_arena.environments.cli import builder_cfg_from_args
+    from isaaclab_arena_environments.registered import REGISTERED_ENVIRONMENTS, get_registered_environment
+
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args.env_name is None:
         parser.error(f"name a registered environment after the runner flags; registered: {sorted(REGISTERED_ENVIRONMENTS)}")
+    if args.env_spec is not None:
+        parser.error("policy_runner.py runs registered Python environments; use environment_runner.py --env_spec for YAML")
     try:
-        add_args, build = get_registered_environment(env_name)
+        add_args, build = get_registered_environment(args.env_name)
     except KeyError as err:
         parser.error(str(err.args[0]))
-    env_parser = argparse.ArgumentParser(prog=env_name)
+    env_parser = argparse.ArgumentParser(prog=f"policy_runner.py ... {args.env_name}")
     add_args(env_parser)
-    env_args = env_parser.parse_args(env_argv)
-    arena_env = build(env_args)
-    builder = ArenaEnvBuilder(arena_env, builder_cfg_from_args(args))
+    env_args = env_parser.parse_args(args.env_args)
+    builder = ArenaEnvBuilder(build(env_args), builder_cfg_from_args(args))
+    return builder, args
+
+
+def main(argv: list[str] | None = None) -> dict:
+    from isaaclab_arena.environments.run_loop import run
+
+    builder, args = build_from_args(list(sys.argv[1:] if argv is None else argv))
     return run(builder, args.num_steps, args.output_dir, pictures=args.pictures)
 
 

@@ -26,6 +26,7 @@ from isaaclab_arena.relations.placement_problem import (
 from isaaclab_arena.relations.relation_solver import RelationSolver
 from isaaclab_arena.relations.validation.diagnostics import RejectionRecord, rejection_records, summary_lines
 from isaaclab_arena.relations.validation.runner import PlacementValidationRunner
+from isaaclab_arena.utils.pose import Pose
 
 
 @dataclass
@@ -164,7 +165,13 @@ class ObjectPlacer:
         return batch
 
     def place(self, assets, num_envs: int = 1, device: str = "cpu", draw_offset: int = 0) -> list[PlacementResult]:
-        """``max_placement_attempts`` candidates per env, ranked; the best one per env as a result."""
+        """``max_placement_attempts`` candidates per env, ranked; the best one per env as a result.
+
+        With ``apply_positions_to_objects`` (the default) and ``num_envs == 1``, a successful result is
+        written back to the placed assets as ``asset.placed_pose`` (env-local, metres, xyzw; see
+        ``apply_placement_result``). Results of several envs, or a failed one, leave the assets untouched.
+        """
+        assets = list(assets)
         n = self.params.max_placement_attempts
         env_ids = torch.arange(num_envs, device=device).repeat_interleave(n)
         draw_ids = torch.arange(n, device=device).repeat(num_envs) + int(draw_offset)
@@ -181,4 +188,24 @@ class ObjectPlacer:
                 env_id=int(envs[k]), success=bool(sub.passed[k]), positions=cand.positions, rotations=cand.rotations,
                 loss=cand.loss, check_results=cand.check_results, sample_id=cand.sample_id,
                 rejections=[r for r in by_cand.get(k, []) if not cand.check_results.get(r.check, True)]))
+        if self.params.apply_positions_to_objects and num_envs == 1:
+            apply_placement_result(assets, results[0])
         return results
+
+
+def apply_placement_result(assets, result: PlacementResult) -> list[str]:
+    """Writes a successful result's poses to the placed assets' ``placed_pose``; returns their names.
+
+    ``placed_pose`` (not ``initial_pose``) holds the solved pose: a relation-placed asset must not have an
+    initial pose, so the scene can be placed again (by ``place()`` or the pooled placer) unchanged. A
+    builder spawning the assets at fixed poses reads ``asset.placed_pose`` when it is set. A failed result
+    writes nothing (callers must check ``success``).
+    """
+    if not result.success:
+        return []
+    written = []
+    for asset in assets:
+        if asset.name in result.positions:
+            asset.placed_pose = Pose(tuple(result.positions[asset.name]), tuple(result.rotations[asset.name]))
+            written.append(asset.name)
+    return written

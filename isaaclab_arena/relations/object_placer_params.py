@@ -25,7 +25,8 @@ class ObjectPlacerParams:
         solver_params: Solver settings.
         random_yaw_init: Draw a uniform [-pi, pi) yaw about world Z for every non-anchor (not optimised).
         max_placement_attempts: Candidates solved and ranked per result; also caps pool refill batches.
-        apply_positions_to_objects: Write solved poses back to the objects (single-env use).
+        apply_positions_to_objects: After a successful single-env ``ObjectPlacer.place()``, write each
+            placed asset's solved pose to ``asset.placed_pose`` (``initial_pose`` stays unset).
         verbose: Print progress and validation failures.
         placement_seed: Seed of placement randomness; None uses the current RNG state.
         on_relation_z_tolerance_m: Valid On Z band is (top - tol, top + clearance_m + tol], metres.

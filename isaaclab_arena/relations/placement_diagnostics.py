@@ -2,9 +2,19 @@
 
 Per batch: candidates validated, candidates that passed every required check, per-check run/pass counts
 (``<check>=<passed>/<evaluated>``; expensive checks run only on survivors, so ``evaluated`` may be < N),
-rejection causes (check, object, relation, what failed, a measured violation) with counts, and the envs
-that fell back to best-loss layouts. Printed after each batch in the spec's console form and written as
-JSON (``placement_diagnostics.json``) under the run's output directory. Imports no simulator.
+rejection causes with counts and one measured violation each, and the envs that fell back to best-loss
+layouts. A cause names the object, the relation and what failed (``'bowl' next_to(mug, positive_x): on the
+wrong side``) and carries no measured value, so identical causes count together; the violation is how far
+(metres) the worst candidate of that cause lies beyond what the check accepts.
+
+Printed after each batch in the spec's console form::
+
+    [placement] Validated <N> candidate layout(s); passed per check: <check>=<passed>/<evaluated>, ...
+      <check>: <cause>: <count> rejected (e.g. by <v> m, env <e>)
+
+and written as JSON (``placement_diagnostics.json``, atomically) under the run's output directory.
+Causes are grouped with batched torch ops (one ``unique`` per batch); the only Python loop is over the
+distinct causes. Imports no simulator.
 """
 
 from __future__ import annotations
@@ -18,7 +28,8 @@ import torch
 
 @dataclass
 class RejectionCause:
-    """One kind of rejection: which check, on which object / relation, how often, one measured example."""
+    """One kind of rejection: which check, what failed (object, relation, failure), how often, and the
+    worst measured violation (metres) with the env of that candidate."""
 
     check: str
     cause: str
@@ -41,8 +52,9 @@ class BatchDiagnostics:
         per_check = ", ".join(f"{c}={v['passed']}/{v['evaluated']}" for c, v in self.checks.items())
         lines = [f"[placement] Validated {self.num_candidates} candidate layout(s); passed per check: {per_check}"]
         for r in self.rejections:
-            ex = "" if r.example_violation is None else f" (e.g. violation {r.example_violation:.4g} in env {r.example_env})"
-            lines.append(f"  {r.check}: {r.cause}: {r.count} rejected{ex}")
+            ex = "" if r.example_violation is None else f"by {r.example_violation:.3f} m, "
+            env = "" if r.example_env is None else f"env {r.example_env}"
+            lines.append(f"  {r.check}: {r.cause}: {r.count} rejected (e.g. {ex}{env})")
         return lines
 
 
@@ -56,6 +68,72 @@ class FillDiagnostics:
     fallback_envs: list[int] = field(default_factory=list)
     fallback_slots: int = 0
     available_per_env: list[int] = field(default_factory=list)
+
+
+def _evaluated_masks(batch) -> dict:
+    res = getattr(batch, "validation", None)
+    if res is not None and getattr(res, "evaluated", None):
+        return res.evaluated
+    return getattr(batch, "check_evaluated", None) or {}
+
+
+def _group_max(keys: torch.Tensor, values: torch.Tensor):
+    """Distinct ``keys`` with their counts and, per key, the index (into ``keys``) of its largest value."""
+    uniq, inv, counts = torch.unique(keys, return_inverse=True, return_counts=True)
+    best = torch.full((uniq.numel(),), -float("inf"), dtype=values.dtype)
+    best = best.scatter_reduce(0, inv, values, reduce="amax")
+    is_best = values == best[inv]
+    pos = torch.arange(keys.numel())
+    arg = torch.full((uniq.numel(),), keys.numel(), dtype=torch.long)
+    arg = arg.scatter_reduce(0, inv[is_best], pos[is_best], reduce="amin")
+    return uniq, counts, best, arg
+
+
+def _relation_causes(batch, env_ids: torch.Tensor, failed: dict[str, torch.Tensor]) -> list[RejectionCause]:
+    """Causes of the kernel-backed checks, from the per-relation excess/cause tables and the worst pair."""
+    problem = getattr(batch, "problem", None)
+    out: list[RejectionCause] = []
+    handled: set[str] = set()
+    if problem is None:
+        return out
+    from isaaclab_arena.relations.validation.diagnostics import CAUSES
+    from isaaclab_arena.relations.validation.kernel_checks import kernel_verdicts
+
+    kernel_verdicts(batch)
+    env_ids = env_ids.cpu()
+    if "no_overlap" in failed and batch.overlap_depth is not None:
+        handled.add("no_overlap")
+        bad = failed["no_overlap"] & (batch.overlap_depth.cpu() > problem.tables.slack)
+        idx = bad.nonzero().flatten()
+        if idx.numel():
+            uniq, counts, best, arg = _group_max(batch.overlap_pair.cpu().long()[idx],
+                                                 batch.overlap_depth.cpu().float()[idx])
+            for k, n, v, a in zip(uniq.tolist(), counts.tolist(), best.tolist(), arg.tolist()):
+                a_name, b_name = problem.pair_names(k)
+                out.append(RejectionCause("no_overlap", f"'{a_name}' overlaps '{b_name}'", n, v,
+                                          int(env_ids[idx[a]])))
+    if problem.num_relations and batch.relation_cause is not None:
+        cause = batch.relation_cause.cpu().long()
+        excess = batch.relation_excess.cpu().float()
+        checks = [rel.check for rel in problem.relations]
+        # a relation's failure counts only where its check failed (and ran) for that candidate
+        col_failed = torch.zeros_like(cause, dtype=torch.bool)
+        for r, check in enumerate(checks):
+            if check in failed:
+                col_failed[:, r] = failed[check]
+                handled.add(check)
+        b_idx, r_idx = ((cause != 0) & col_failed).nonzero(as_tuple=True)
+        if b_idx.numel():
+            code = cause[b_idx, r_idx]
+            width = int(code.max()) + 1
+            uniq, counts, best, arg = _group_max(r_idx * width + code, excess[b_idx, r_idx])
+            for key, n, v, a in zip(uniq.tolist(), counts.tolist(), best.tolist(), arg.tolist()):
+                rel = problem.relations[key // width]
+                text = CAUSES.get(type(rel.relation), {}).get(key % width, "violated")
+                out.append(RejectionCause(rel.check, f"{rel.description}: {text}", n, max(v, 0.0),
+                                          int(env_ids[b_idx[a]])))
+    batch._diag_handled = handled
+    return out
 
 
 class PlacementDiagnostics:
@@ -78,63 +156,37 @@ class PlacementDiagnostics:
         return fill
 
     def record_batch(self, fill: FillDiagnostics, batch, env_ids: torch.Tensor, required: list[str]) -> BatchDiagnostics:
-        """Summarises one ``PlacementCandidateBatch`` (check verdicts, passed mask, optional violations)."""
+        """Summarises one validated ``PlacementCandidateBatch`` (verdicts, evaluated masks, causes)."""
         n = int(batch.passed.shape[0])
-        evaluated_masks = getattr(batch, "check_evaluated", None) or {}
-        checks = {}
+        evaluated_masks = _evaluated_masks(batch)
+        checks, failed = {}, {}
         for name, verdict in batch.check_results.items():
             ev = evaluated_masks.get(name)
-            ev = torch.ones(n, dtype=torch.bool, device=verdict.device) if ev is None else ev.to(torch.bool)
-            checks[name] = {"passed": int((verdict.to(torch.bool) & ev).sum()), "evaluated": int(ev.sum())}
+            ev = torch.ones(n, dtype=torch.bool) if ev is None else ev.detach().cpu().to(torch.bool)
+            ok = verdict.detach().cpu().to(torch.bool)
+            checks[name] = {"passed": int((ok & ev).sum()), "evaluated": int(ev.sum())}
+            failed[name] = ~ok & ev
         diag = BatchDiagnostics(fill.fill_index, len(fill.batches), n, int(batch.passed.sum()), checks,
-                                self._rejections(batch, env_ids, evaluated_masks), sorted(set(env_ids.tolist())))
+                                self._rejections(batch, env_ids, failed), sorted(set(env_ids.tolist())))
         fill.batches.append(diag)
         if self.verbose:
             print("\n".join(diag.console_lines()), flush=True)
         return diag
 
     @staticmethod
-    def _rejections(batch, env_ids: torch.Tensor, evaluated_masks: dict) -> list[RejectionCause]:
-        """Rejection causes: the placer's per-cause details when it gives them, else one line per failed check."""
-        details = getattr(batch, "rejection_details", None)
-        out: list[RejectionCause] = []
-        if details:  # list of (check, cause, candidate_index, violation)
-            grouped: dict[tuple[str, str], list] = {}
-            for check, cause, idx, violation in details:
-                grouped.setdefault((check, cause), []).append((idx, violation))
-            for (check, cause), items in grouped.items():
-                idx, worst = max(items, key=lambda t: (t[1] if t[1] is not None else -1.0))
-                out.append(RejectionCause(check, cause, len(items), None if worst is None else float(worst),
-                                          int(env_ids[idx])))
-            return out
-        violations = dict(getattr(batch, "violations", None) or {})
-        depth = getattr(batch, "overlap_depth", None)
-        if depth is not None and "no_overlap" not in violations:
-            violations["no_overlap"] = depth.detach().cpu()  # metres of the most-penetrating pair
-        excess = getattr(batch, "relation_excess", None)
-        if excess is not None and excess.ndim == 2 and excess.shape[1] > 0:
-            worst = excess.detach().cpu().max(dim=1).values  # metres beyond what the relation check accepts
-            for check in batch.check_results:
-                violations.setdefault(check, worst)
-        for check, verdict in batch.check_results.items():
-            ev = evaluated_masks.get(check)
-            failed = ~verdict.to(torch.bool)
-            if ev is not None:
-                failed &= ev.to(torch.bool)
-            count = int(failed.sum())
-            if count == 0:
+    def _rejections(batch, env_ids: torch.Tensor, failed: dict[str, torch.Tensor]) -> list[RejectionCause]:
+        """Named causes for the built-in checks; one ``check failed`` line for checks without cause tables
+        (custom and expensive validators), with the env of the first failing candidate."""
+        out = _relation_causes(batch, env_ids, failed)
+        handled = getattr(batch, "_diag_handled", set())
+        env_ids = env_ids.cpu()
+        for check, bad in failed.items():
+            count = int(bad.sum())
+            if count == 0 or check in handled and any(r.check == check for r in out):
                 continue
-            v = violations.get(check)
-            example, env = None, None
-            failed = failed.cpu()
-            if v is not None:
-                v = v.detach().cpu().float()
-                vals = torch.where(failed, v, torch.full_like(v, -float("inf")))
-                i = int(vals.argmax())
-                example, env = float(vals[i]), int(env_ids[i])
-            else:
-                env = int(env_ids[int(failed.nonzero()[0])])
-            out.append(RejectionCause(check, "check failed", count, example, env))
+            out.append(RejectionCause(check, "check failed", count, None, int(env_ids[int(bad.nonzero()[0])])))
+        order = list(failed)
+        out.sort(key=lambda r: (order.index(r.check) if r.check in order else len(order), -r.count))
         return out
 
     def end_fill(self, fill: FillDiagnostics, fallback_envs: list[int], fallback_slots: int,

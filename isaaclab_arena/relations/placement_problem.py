@@ -225,7 +225,7 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
     Raises ``PlacementConfigError`` (a ``ValueError``) naming the asset and relation for bad input and
     ``MeshCollisionNotAvailableError`` for collision_mode='mesh'.
     """
-    from isaaclab_arena.relations.kernels.geometry import ensure_warp
+    from isaaclab_arena.relations.kernels.geometry import ensure_warp, torch_stream
 
     ensure_warp()
     assets = list(assets)
@@ -422,49 +422,50 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
         obj_f.append(list(base_rot[c]) + list(ra_pos[c]) + list(ra_rot[c]))
 
     # -- warp struct --------------------------------------------------------------------------------
-    keep: list = []
+    with torch_stream(device):  # CUDA: the table copies are ordered with torch's stream
+        keep: list = []
 
-    def arr(values, dtype, width=None, default_dtype=np.float32):
-        npd = np.int32 if dtype in (int, vec6i, vec12i, wp.vec2i) else np.float32
-        values = np.asarray(values, dtype=npd)
-        if values.size == 0:
-            values = np.zeros((1,) if width is None else (1, width), dtype=npd)
-        a = wp.array(values, dtype=dtype, device=device)
-        keep.append(a)
-        return a
+        def arr(values, dtype, width=None, default_dtype=np.float32):
+            npd = np.int32 if dtype in (int, vec6i, vec12i, wp.vec2i) else np.float32
+            values = np.asarray(values, dtype=npd)
+            if values.size == 0:
+                values = np.zeros((1,) if width is None else (1, width), dtype=npd)
+            a = wp.array(values, dtype=dtype, device=device)
+            keep.append(a)
+            return a
 
-    T = SceneTables()
-    T.n_mov, T.n_all, T.n_pairs = n_mov, n_all, len(pairs)
-    # The initial sampler checks each object against everything placed before it, so a candidate whose
-    # every draw was penalty-free is already a solver fixed point, unless a later object can still move
-    # an earlier one (movable-parent repair, FaceTo headings) or a keep-out refers to a later parent.
-    later_parent = any(r[0] in (_KIND[NotNextTo],) and 0 <= r[1][2] < n_mov and rank[r[1][2]] > rank[r[1][1]]
-                       for r in rows)
-    T.init_exact = int(not any(o[10] & 1 for o in obj_i) and not any(r[0] == _KIND[FaceTo] for r in rows)
-                       and not later_parent)
-    t_local_lo = torch.tensor(local_lo, dtype=torch.float32, device=device)
-    t_local_hi = torch.tensor(local_hi, dtype=torch.float32, device=device)
-    t_fixed_lo = torch.tensor(fixed_lo, dtype=torch.float32, device=device)
-    t_fixed_hi = torch.tensor(fixed_hi, dtype=torch.float32, device=device)
-    T.local_lo = wp.from_torch(t_local_lo, dtype=wp.vec3)
-    T.local_hi = wp.from_torch(t_local_hi, dtype=wp.vec3)
-    T.fixed_lo = wp.from_torch(t_fixed_lo, dtype=wp.vec3)
-    T.fixed_hi = wp.from_torch(t_fixed_hi, dtype=wp.vec3)
-    keep += [T.local_lo, T.local_hi, T.fixed_lo, T.fixed_hi]
-    T.kind_start = arr(kind_start, int)
-    T.obj_i = arr(obj_i, vec12i, 12)
-    T.obj_f = arr(obj_f, vec10f, 10)
-    T.rel_i = arr([r[1] for r in rows], vec6i, 6)
-    T.rel_f = arr([r[2] for r in rows], vec8f, 8)
-    T.proj = arr(proj_flat, int)
-    T.adj = arr(adj_flat, int)
-    T.pair_i = arr(pairs, wp.vec2i, 2)
-    T.pair_f = arr(pair_f, wp.vec4, 4)
-    T.pair_w = float(sp.collision_strategy.slope)
-    T.on_ztol = float(placer_params.on_relation_z_tolerance_m)
-    T.slack = VALIDATION_SLACK_M
+        T = SceneTables()
+        T.n_mov, T.n_all, T.n_pairs = n_mov, n_all, len(pairs)
+        # The initial sampler checks each object against everything placed before it, so a candidate whose
+        # every draw was penalty-free is already a solver fixed point, unless a later object can still move
+        # an earlier one (movable-parent repair, FaceTo headings) or a keep-out refers to a later parent.
+        later_parent = any(r[0] in (_KIND[NotNextTo],) and 0 <= r[1][2] < n_mov and rank[r[1][2]] > rank[r[1][1]]
+                           for r in rows)
+        T.init_exact = int(not any(o[10] & 1 for o in obj_i) and not any(r[0] == _KIND[FaceTo] for r in rows)
+                           and not later_parent)
+        t_local_lo = torch.tensor(local_lo, dtype=torch.float32, device=device)
+        t_local_hi = torch.tensor(local_hi, dtype=torch.float32, device=device)
+        t_fixed_lo = torch.tensor(fixed_lo, dtype=torch.float32, device=device)
+        t_fixed_hi = torch.tensor(fixed_hi, dtype=torch.float32, device=device)
+        T.local_lo = wp.from_torch(t_local_lo, dtype=wp.vec3)
+        T.local_hi = wp.from_torch(t_local_hi, dtype=wp.vec3)
+        T.fixed_lo = wp.from_torch(t_fixed_lo, dtype=wp.vec3)
+        T.fixed_hi = wp.from_torch(t_fixed_hi, dtype=wp.vec3)
+        keep += [T.local_lo, T.local_hi, T.fixed_lo, T.fixed_hi]
+        T.kind_start = arr(kind_start, int)
+        T.obj_i = arr(obj_i, vec12i, 12)
+        T.obj_f = arr(obj_f, vec10f, 10)
+        T.rel_i = arr([r[1] for r in rows], vec6i, 6)
+        T.rel_f = arr([r[2] for r in rows], vec8f, 8)
+        T.proj = arr(proj_flat, int)
+        T.adj = arr(adj_flat, int)
+        T.pair_i = arr(pairs, wp.vec2i, 2)
+        T.pair_f = arr(pair_f, wp.vec4, 4)
+        T.pair_w = float(sp.collision_strategy.slope)
+        T.on_ztol = float(placer_params.on_relation_z_tolerance_m)
+        T.slack = VALIDATION_SLACK_M
 
-    checkpoints = arr(list(sp.get_checkpoints()), int)
+        checkpoints = arr(list(sp.get_checkpoints()), int)
     present = {"no_overlap"} | {c.check for c in compiled if c.check}
     return PlacementProblem(
         device=device, num_envs=num_envs, placement_seed=placement_seed,

@@ -114,6 +114,21 @@ def _root_keys(asset) -> list[str]:
     return list(getter()) if getter is not None else [asset.name]
 
 
+def _object_type(asset) -> str:
+    value = getattr(asset, "object_type", None)
+    return str(getattr(value, "value", value))
+
+
+def _has_writable_root(asset) -> bool:
+    """Rigid bodies and articulations own writable roots; backgrounds, ``base`` objects and references do not."""
+    from isaaclab_arena.assets.asset import Background
+    from isaaclab_arena.assets.object_reference import ObjectReference
+
+    if isinstance(asset, (Background, ObjectReference)):
+        return False
+    return _object_type(asset) in ("rigid", "articulation", "None")
+
+
 def _has_placement_relation_or_marker(asset) -> bool:
     rels = getattr(asset, "get_relations", lambda: [])()
     return bool(rels) and not getattr(asset, "is_anchor", False)
@@ -194,6 +209,11 @@ def check_replay_configuration(
         if getattr(asset, "is_anchor", False):
             raise ReplayConfigError(f"{origin}: recorded object '{key}' is the anchor '{asset.name}', which is fixed; "
                                     "recorded layouts hold the roots of placed assets only")
+        if not _has_writable_root(asset):
+            raise ReplayConfigError(f"{origin}: recorded object '{key}' ({type(asset).__name__} '{asset.name}', "
+                                    f"object_type '{_object_type(asset)}') has no writable physics root; replay "
+                                    "writes root poses of rigid bodies and articulations only (not backgrounds, "
+                                    "static 'base' objects or object references)")
     recorded_assets = []
     for asset in everything:
         keys = _root_keys(asset)

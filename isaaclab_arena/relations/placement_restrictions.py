@@ -86,14 +86,18 @@ def check_placement_restrictions(assets: Iterable[PlaceableAsset], random_yaw_in
                 if not participates_in_placement(rel.parent):
                     raise PlacementConfigError(f"{where(asset, rel)}: the reference '{rel.parent.name}' must be placed by "
                                                "relations (an anchor or an asset with placement relations)")
-            if isinstance(rel, On) and not rel.overlap:
-                _check_fits(asset, rel, where)
 
     movable = [a for a in assets if a.has_placement_relations]
     anchors = [a for a in assets if a.is_anchor]
     if movable and not anchors:
         raise PlacementConfigError(f"no anchor: assets {[a.name for a in movable]} are placed by relations, but no "
                                    "asset has IsAnchor(); mark a fixed support (a table, a counter reference) with IsAnchor()")
+
+    # sizes last, once every relation is known to be well-formed
+    for asset in assets:
+        for rel in asset.get_relations():
+            if (isinstance(rel, On) and not rel.overlap) or isinstance(rel, ClutterOn):
+                _check_fits(asset, rel, random_yaw_init, where)
 
 
 def _check_anchor(asset, rels, where) -> None:
@@ -178,18 +182,71 @@ def _check_face_to(asset, rels, where) -> None:
                                        "which FaceTo's subject and target cannot use; set x_half_m and y_half_m to 0")
 
 
-def _check_fits(asset, rel: On, where) -> None:
+def _xy_extent(box, quat) -> tuple[float, float]:
+    """World X/Y size (metres) of a local box rotated by the xyzw quaternion ``quat``."""
+    from isaaclab_arena.utils.pose import quat_rotate
+
+    pts = [quat_rotate(quat, (x, y, z)) for x in (box.min_point[0], box.max_point[0])
+           for y in (box.min_point[1], box.max_point[1]) for z in (box.min_point[2], box.max_point[2])]
+    return (max(p[0] for p in pts) - min(p[0] for p in pts), max(p[1] for p in pts) - min(p[1] for p in pts))
+
+
+_IDENTITY = (0.0, 0.0, 0.0, 1.0)
+
+
+def _fixed_rotation(asset, random_yaw_init: bool):
+    """The xyzw rotation the solver gives ``asset`` when it is fixed, else None (its yaw is drawn or
+    follows FaceTo). Anchors: their world pose; placed assets: RotateAroundSolution (identity without)."""
+    if asset.is_anchor:
+        pose = asset.get_world_pose()
+        return pose.rotation_xyzw if pose is not None else None
+    clutter = asset.get_relations_of(ClutterOn)
+    if asset.get_relations_of(FaceTo) or (clutter and clutter[0].random_yaw) or (random_yaw_init and not clutter):
+        return None
+    rot = asset.rotate_around_solution
+    return rot.quaternion_xyzw() if rot is not None else _IDENTITY
+
+
+def _check_fits(asset, rel, random_yaw_init: bool, where) -> None:
+    """A child whose footprint cannot fit its support's room (On: the parent inset by edge_margin_m;
+    ClutterOn: the central ``spread`` release region inset by edge_margin_m) is refused before solving.
+    Footprints are world-aligned under the rotations the solver uses; for a child whose yaw is drawn
+    (random yaw, FaceTo) only what no yaw can fix is refused."""
+    import math
+
     from isaaclab_arena.assets.object_set import RigidObjectSet
 
-    parent_box = rel.parent.get_bounding_box()
+    parent_rot = _fixed_rotation(rel.parent, random_yaw_init)
+    if parent_rot is None:
+        return  # a support whose heading varies: its room is only known per candidate
+    try:
+        parent_box = rel.parent.get_bounding_box()
+    except (NotImplementedError, ValueError):
+        return
+    scale = rel.spread if isinstance(rel, ClutterOn) else 1.0
+    px, py = _xy_extent(parent_box, parent_rot)
+    room = (scale * px - 2.0 * rel.edge_margin_m, scale * py - 2.0 * rel.edge_margin_m)
+    what = (f"the central spread={rel.spread:g} release region" if isinstance(rel, ClutterOn) else "room")
+    child_rot = _fixed_rotation(asset, random_yaw_init)
+    base = asset.rotate_around_solution.quaternion_xyzw() if asset.rotate_around_solution is not None else _IDENTITY
     children = asset.objects if isinstance(asset, RigidObjectSet) else [asset]
     for child in children:
-        box = child.get_bounding_box()
-        for axis, label in ((0, "x"), (1, "y")):
-            room = parent_box.size[axis] - 2.0 * rel.edge_margin_m
-            if box.size[axis] > room + 1e-9 and not math.isclose(box.size[axis], room):
-                who = f"'{child.name}' (member of '{asset.name}')" if child is not asset else f"'{asset.name}'"
+        who = f"'{child.name}' (member of '{asset.name}')" if child is not asset else f"'{asset.name}'"
+        if child_rot is not None:
+            size = _xy_extent(child.get_bounding_box(), child_rot)
+            for axis, label in ((0, "x"), (1, "y")):
+                if size[axis] > room[axis] + 1e-9 and not math.isclose(size[axis], room[axis]):
+                    turned = " (as rotated by its RotateAroundSolution)" if child_rot != _IDENTITY else ""
+                    raise PlacementConfigError(
+                        f"{where(asset, rel)}: {who} is {size[axis]:.3f} m along {label}{turned}, larger than the "
+                        f"{room[axis]:.3f} m of {what} that '{rel.parent.name}' offers inside "
+                        f"edge_margin_m={rel.edge_margin_m:g}; use a larger support, a smaller edge_margin_m"
+                        + (", a larger spread" if isinstance(rel, ClutterOn) else ", or On(..., overlap=True)"))
+        elif abs(base[0]) < 1e-9 and abs(base[1]) < 1e-9:  # upright, yaw drawn: no heading fits these
+            w, d = sorted(_xy_extent(child.get_bounding_box(), _IDENTITY))
+            if w > min(room) + 1e-9 or d > math.hypot(max(room[0], 0.0), max(room[1], 0.0)) + 1e-9:
                 raise PlacementConfigError(
-                    f"{where(asset, rel)}: {who} is {box.size[axis]:.3f} m along {label}, larger than the "
-                    f"{room:.3f} m that '{rel.parent.name}' offers inside edge_margin_m={rel.edge_margin_m:g}; use a "
-                    "larger support, a smaller edge_margin_m, or On(..., overlap=True)")
+                    f"{where(asset, rel)}: {who} ({w:.3f} x {d:.3f} m footprint) does not fit {what} of "
+                    f"{room[0]:.3f} x {room[1]:.3f} m that '{rel.parent.name}' offers inside "
+                    f"edge_margin_m={rel.edge_margin_m:g} at any yaw; use a larger support or a smaller edge_margin_m"
+                    + (" or a larger spread" if isinstance(rel, ClutterOn) else ""))

@@ -94,6 +94,12 @@ class PooledObjectPlacer:
         self.fallback_envs: set[int] = set()
         self.num_fills = 0
 
+    @property
+    def placement_seed(self) -> int | None:
+        """The seed layouts derive from: the placer's (``ObjectPlacer`` draws one at construction when
+        ``params.placement_seed`` is None), else the params'."""
+        return getattr(self.placer, "placement_seed", self.params.placement_seed)
+
     # ---- filling -------------------------------------------------------------------------------------------
     def _required(self) -> list[str]:
         req = self.params.required_checks
@@ -147,7 +153,7 @@ class PooledObjectPlacer:
         if short.numel() > 0:
             if not self.params.allow_best_loss_fallbacks:
                 self.diagnostics.end_fill(fill, [], 0, filled[envs].tolist())
-                raise RuntimeError(self._failure_message(short, filled, envs, last, max_batches))
+                raise RuntimeError(self._failure_message(short, filled, envs, last, max_batches, fill))
             batch, env_ids, order, ranked, env_sorted = last
             failing = ~ranked["passed"]
             rank = _segment_rank(env_sorted, failing, E)
@@ -189,7 +195,7 @@ class PooledObjectPlacer:
             checks = torch.stack([batch.check_results[c].detach().to("cpu").to(torch.bool) for c in self.check_names], -1)
             self.slot_checks[envs, slots] = checks[cand]
 
-    def _failure_message(self, short, filled, envs, last, max_batches) -> str:
+    def _failure_message(self, short, filled, envs, last, max_batches, fill) -> str:
         L = self.layouts_per_env
         parts = []
         if last is not None:
@@ -198,13 +204,39 @@ class PooledObjectPlacer:
                 sel = env_ids == e
                 failed = [c for c, v in batch.check_results.items() if bool((~v.detach().cpu().to(torch.bool))[sel].any())]
                 parts.append(f"env {e}: failed {', '.join(failed) or 'no check (not enough candidates)'}")
-        return (f"Placement pool could not fill {L} layouts per env after {max_batches} solve batches. "
-                f"Available per env: {filled[envs].tolist()}. allow_best_loss_fallbacks=False, so placement fails; "
-                f"most recent rejections: " + "; ".join(parts))
+        msg = (f"Placement pool could not fill {L} layouts per env after {max_batches} solve batches. "
+               f"Available per env: {filled[envs].tolist()}. allow_best_loss_fallbacks=False, so placement fails; "
+               f"most recent rejections: " + "; ".join(parts))
+        causes = fill.batches[-1].rejections[:4] if fill.batches else []
+        if causes:
+            msg += ". Causes in the last batch: " + "; ".join(
+                f"{r.check}: {r.cause} x{r.count}" + ("" if r.example_violation is None else
+                                                     f" (e.g. by {r.example_violation:.3f} m)") for r in causes)
+        return msg
 
     # ---- lifecycle -----------------------------------------------------------------------------------------
+    def member_indices_per_set(self) -> dict[str, list[int]]:
+        """``{RigidObjectSet name: member index per env}`` the solver sizes candidates with (the one
+        definition, ``RigidObjectSet.member_indices_per_env(num_envs, placement_seed)``)."""
+        from isaaclab_arena.assets.object_set import RigidObjectSet
+
+        return {a.name: a.member_indices_per_env(self.num_envs, self.placement_seed)
+                for a in self.assets if isinstance(a, RigidObjectSet)}
+
     def initialize(self) -> None:
-        """Fills every partition and assigns each env its creation layout (its first queued layout)."""
+        """Fills every partition and assigns each env its creation layout (its first queued layout).
+
+        Raises ``ValueError`` when the ``member_indices`` given at construction (what the builder spawns)
+        differ from the members the solver sizes candidates with.
+        """
+        solved = self.member_indices_per_set()
+        for name, given in self.member_indices.items():
+            if name in solved and list(given) != solved[name]:
+                raise ValueError(f"RigidObjectSet '{name}': spawned members per env {list(given)} differ from the "
+                                 f"members placement solves with {solved[name]} (placement_seed "
+                                 f"{self.placement_seed}); spawn with member_indices_per_env(num_envs, "
+                                 "pool.placement_seed)")
+        self.member_indices = {**solved, **self.member_indices}
         self.fill(torch.arange(self.num_envs), "creation")
         self.creation_poses = self.poses[:, 0].clone()
         self.current_poses = self.creation_poses.clone()

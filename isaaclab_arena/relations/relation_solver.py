@@ -17,9 +17,9 @@ import numpy as np
 import torch
 import warp as wp
 
-from isaaclab_arena.relations.kernels.geometry import ensure_warp
+from isaaclab_arena.relations.kernels.geometry import ensure_warp, torch_stream
 from isaaclab_arena.relations.kernels.solve import SolveSettings, solve_kernels
-from isaaclab_arena.relations.kernels.tables import NUM_SLOTS, CandidateState
+from isaaclab_arena.relations.kernels.tables import NUM_SLOTS, CandidateState, solve_outputs
 from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch
 from isaaclab_arena.relations.placement_problem import PlacementProblem
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
@@ -105,13 +105,14 @@ class _Workspace:
             st = _scratch_state(dev, r1 - r0, n)
             st.x = wp.from_torch(v["pos"][r0:r1], dtype=wp.vec3)
             st.rot = wp.from_torch(v["rot"][r0:r1], dtype=wp.quat)
-            inputs = [problem.tables, st, settings, wp.from_torch(self.env[r0:r1]), wp.from_torch(self.draw[r0:r1]),
-                      wp.from_torch(v["excess"][r0:r1]), wp.from_torch(v["cause"][r0:r1]),
-                      wp.from_torch(v["checks"][r0:r1]), wp.from_torch(v["ovp"][r0:r1]),
-                      wp.from_torch(v["ovd"][r0:r1]), wp.from_torch(v["loss"][r0:r1]), wp.from_torch(v["iters"][r0:r1]),
-                      wp.from_torch(v["counts"][r0:r1]), wp.from_torch(v["passed"][r0:r1])]
             pending = wp.zeros(1, dtype=int, device=dev)
-            inputs.append(pending)
+            out = solve_outputs(
+                dev, r1 - r0, rel_excess=wp.from_torch(v["excess"][r0:r1]), rel_cause=wp.from_torch(v["cause"][r0:r1]),
+                checks=wp.from_torch(v["checks"][r0:r1]), ov_pair=wp.from_torch(v["ovp"][r0:r1]),
+                ov_depth=wp.from_torch(v["ovd"][r0:r1]), loss=wp.from_torch(v["loss"][r0:r1]),
+                iters=wp.from_torch(v["iters"][r0:r1]), counts=wp.from_torch(v["counts"][r0:r1]),
+                passed=wp.from_torch(v["passed"][r0:r1]), pending=pending)
+            inputs = [problem.tables, st, settings, wp.from_torch(self.env[r0:r1]), wp.from_torch(self.draw[r0:r1]), out]
             self._keep.append((st, inputs))
             self.parts.append(([wp.launch(k, dim=r1 - r0, device=dev, record_cmd=True, inputs=inputs)
                                 for k in solve_kernels(True)], pending, pending.numpy() if dev == "cpu" else None))
@@ -209,19 +210,20 @@ class RelationSolver:
         slot_modes = tuple(slot_modes)
         key = (id(problem), b, threading.get_ident(), slot_modes)
         ws = self._spaces.get(key)
-        if ws is None or ws._problem_ref is not problem:
-            with self._lock:
-                if len(self._spaces) > 32:
-                    self._spaces.clear()
-                parts = self.params.cpu_threads if (problem.device == "cpu" and b >= 256) else 1
-                ws = _Workspace(self, problem, b, max(1, parts), slot_modes)
-                ws._problem_ref = problem
-                self._spaces[key] = ws
-        ws.env.copy_(env_ids)
-        ws.draw.copy_(draw_ids)
-        if b:
-            ws.launch()
-        v = ws.views(*ws.snapshot())
+        with torch_stream(problem.device):
+            if ws is None or ws._problem_ref is not problem:
+                with self._lock:
+                    if len(self._spaces) > 32:
+                        self._spaces.clear()
+                    parts = self.params.cpu_threads if (problem.device == "cpu" and b >= 256) else 1
+                    ws = _Workspace(self, problem, b, max(1, parts), slot_modes)
+                    ws._problem_ref = problem
+                    self._spaces[key] = ws
+            ws.env.copy_(env_ids)
+            ws.draw.copy_(draw_ids)
+            if b:
+                ws.launch()
+            v = ws.views(*ws.snapshot())
         n, r = ws.n, ws.r
         batch = PlacementCandidateBatch(
             problem=problem, env_ids=env_ids, draw_ids=draw_ids, positions=v["pos"][:, :n], rotations=v["rot"][:, :n],
@@ -239,6 +241,11 @@ class RelationSolver:
         b = int(env_ids.shape[0])
         if b == 0:
             return
+        with torch_stream(problem.device):
+            self._run(problem, env_ids, draw_ids, positions, rotations, loss, iterations, do_init, do_post, max_iters)
+
+    def _run(self, problem, env_ids, draw_ids, positions, rotations, loss, iterations, do_init, do_post, max_iters):
+        b = int(env_ids.shape[0])
         n = problem.num_objects
         key = (problem.device, b, n, threading.get_ident())
         st = self._scratch.get(key)
@@ -252,14 +259,9 @@ class RelationSolver:
             st.x = wp.from_torch(torch.zeros(b, 1, 3, device=dev), dtype=wp.vec3)
             st.rot = wp.from_torch(torch.zeros(b, 1, 4, device=dev), dtype=wp.quat)
         settings = self.settings(problem.placement_seed, do_init, do_post, max_iters, problem)
-        f2 = wp.empty((1, 1), dtype=float, device=problem.device)
-        i2 = wp.empty((1, 1), dtype=int, device=problem.device)
-        bool2 = wp.empty((1, 1), dtype=wp.bool, device=problem.device)
         settings.slot_mode = wp.zeros(NUM_SLOTS, dtype=int, device=problem.device)
-        inputs = [problem.tables, st, settings, wp.from_torch(env_ids), wp.from_torch(draw_ids), f2, i2, bool2,
-                  wp.empty(1, dtype=int, device=problem.device), wp.empty(1, dtype=float, device=problem.device),
-                  wp.from_torch(loss), wp.from_torch(iterations), i2, wp.empty(1, dtype=wp.bool, device=problem.device),
-                  wp.zeros(1, dtype=int, device=problem.device)]
+        out = solve_outputs(problem.device, b, loss=wp.from_torch(loss), iters=wp.from_torch(iterations))
+        inputs = [problem.tables, st, settings, wp.from_torch(env_ids), wp.from_torch(draw_ids), out]
         for k in solve_kernels(do_init):
             wp.launch(k, dim=b, device=problem.device, inputs=inputs)
 

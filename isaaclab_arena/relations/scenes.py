@@ -1,6 +1,8 @@
 """Procedural reference scenes of the solver benchmark and tests (boxes on a table; metres).
 
 The table is a 1.2 x 0.8 m box whose top is at z = 0.75 m, centred on the env origin, marked IsAnchor.
+The bin of the container scene is a 0.4 x 0.3 x 0.15 m box (its bounds are the support: releases are
+above its rim, physics settles them inside).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from isaaclab_arena.assets.asset import Object
 from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
 from isaaclab_arena.relations.relations import (
     AlignWith,
+    ClutterOn,
     AtPosition,
     FaceTo,
     IsAnchor,
@@ -24,6 +27,7 @@ from isaaclab_arena.relations.relations import (
 from isaaclab_arena.utils.pose import Pose
 
 TABLE_SIZE = (1.2, 0.8, 0.75)
+BIN_SIZE = (0.4, 0.3, 0.15)
 CROWDED_SIZES = [(0.05, 0.05, 0.08), (0.08, 0.08, 0.10), (0.12, 0.06, 0.05), (0.16, 0.16, 0.06),
                  (0.20, 0.10, 0.04), (0.06, 0.12, 0.09), (0.10, 0.10, 0.12)]
 
@@ -45,36 +49,56 @@ def table(name: str = "table") -> Object:
     return t
 
 
+def on_table(t: Object, name: str, size, *relations) -> Object:
+    """A cuboid ``name`` On ``t`` (default On) with extra ``relations``."""
+    o = cuboid(name, size)
+    o.add_relation(On(t))
+    for rel in relations:
+        o.add_relation(rel)
+    return o
+
+
+def clutter_scene(n: int = 6, spread: float = 0.4, support: Object | None = None, **clutter) -> list:
+    """``n`` boxes cycling through ``CROWDED_SIZES``, each ClutterOn(table) (or ``support``), random yaw."""
+    t = support if support is not None else table()
+    out = [t]
+    for k in range(n):
+        o = cuboid(f"clutter{k}", CROWDED_SIZES[k % len(CROWDED_SIZES)])
+        o.add_relation(ClutterOn(t, spread=spread, **clutter))
+        out.append(o)
+    return out
+
+
+def bin_clutter_scene(n: int = 4, **clutter) -> list:
+    """A bin anchor (``BIN_SIZE``, on the floor) with ``n`` cubes of 0.05 m ClutterOn it (spread 0.5)."""
+    b = cuboid("bin", BIN_SIZE, Pose((0.0, 0.0, BIN_SIZE[2] / 2)))
+    b.add_relation(IsAnchor())
+    out = [b]
+    clutter.setdefault("spread", 0.5)
+    for k in range(n):
+        o = cuboid(f"cube{k}", (0.05, 0.05, 0.05))
+        o.add_relation(ClutterOn(b, **clutter))
+        out.append(o)
+    return out
+
+
 def boxes_scene(n: int, size=(0.12, 0.12, 0.12)) -> list:
     """``n`` cubes On the table (boxes3, boxes10)."""
     t = table()
-    out = [t]
-    for k in range(n):
-        o = cuboid(f"box{k}", size)
-        o.add_relation(On(t))
-        out.append(o)
-    return out
+    return [t] + [on_table(t, f"box{k}", size) for k in range(n)]
 
 
 def crowded_scene(n: int = 14) -> list:
     """``n`` boxes cycling through ``CROWDED_SIZES`` On the table (crowded14)."""
     t = table()
-    out = [t]
-    for k in range(n):
-        o = cuboid(f"box{k}", CROWDED_SIZES[k % len(CROWDED_SIZES)])
-        o.add_relation(On(t))
-        out.append(o)
-    return out
+    return [t] + [on_table(t, f"box{k}", CROWDED_SIZES[k % len(CROWDED_SIZES)]) for k in range(n)]
 
 
 def mug_bowl_scene() -> list:
     """A mug On the table and a bowl On the table, NextTo(mug, positive_x, 0.05 m)."""
     t = table()
-    mug = cuboid("mug", (0.08, 0.08, 0.10))
-    mug.add_relation(On(t))
-    bowl = cuboid("bowl", (0.16, 0.16, 0.06))
-    bowl.add_relation(On(t))
-    bowl.add_relation(NextTo(mug, side=Side.POSITIVE_X, distance_m=0.05))
+    mug = on_table(t, "mug", (0.08, 0.08, 0.10))
+    bowl = on_table(t, "bowl", (0.16, 0.16, 0.06), NextTo(mug, side=Side.POSITIVE_X, distance_m=0.05))
     return [t, mug, bowl]
 
 
@@ -84,30 +108,21 @@ def all_relations_scene() -> list:
     NextTo with cross_position_ratio, and a passive obstacle."""
     t = table()
     obstacle = cuboid("obstacle", (0.10, 0.10, 0.20), Pose((0.45, 0.25, 0.85)))
-    plate = cuboid("plate", (0.20, 0.20, 0.02))
-    plate.add_relation(On(t))
-    plate.add_relation(AtPosition(x=-0.3, y=0.0))
+    plate = on_table(t, "plate", (0.20, 0.20, 0.02), AtPosition(x=-0.3, y=0.0))
     cup = cuboid("cup", (0.07, 0.07, 0.09))
     cup.add_relation(On(plate, edge_margin_m=0.01))
-    jar = cuboid("jar", (0.08, 0.08, 0.14))
-    jar.add_relation(On(t))
-    jar.add_relation(NextTo(plate, side=Side.NEGATIVE_Y, distance_m=0.04, cross_position_ratio=0.0))
-    box = cuboid("box", (0.10, 0.06, 0.06))
-    box.add_relation(On(t))
-    box.add_relation(AlignWith(plate, axis="y", offset_m=0.1, tolerance_m=0.02))
-    box.add_relation(NotNextTo(plate, side=Side.NEGATIVE_X))
-    box.add_relation(PositionLimitsBox(x_limits=(None, 0.2)))
-    camera = cuboid("camera", (0.06, 0.04, 0.05))
-    camera.add_relation(On(t))
-    camera.add_relation(PositionLimitsCylindrical(center_x=0.3, center_y=0.0, radius_min=0.05, radius_max=0.2))
-    camera.add_relation(FaceTo(plate))
+    jar = on_table(t, "jar", (0.08, 0.08, 0.14),
+                   NextTo(plate, side=Side.NEGATIVE_Y, distance_m=0.04, cross_position_ratio=0.0))
+    box = on_table(t, "box", (0.10, 0.06, 0.06), AlignWith(plate, axis="y", offset_m=0.1, tolerance_m=0.02),
+                   NotNextTo(plate, side=Side.NEGATIVE_X), PositionLimitsBox(x_limits=(None, 0.2)))
+    camera = on_table(t, "camera", (0.06, 0.04, 0.05),
+                      PositionLimitsCylindrical(center_x=0.3, center_y=0.0, radius_min=0.05, radius_max=0.2),
+                      FaceTo(plate))
     board = cuboid("board", (0.16, 0.10, 0.02))
     board.add_relation(On(t, overlap=True))
     board.add_relation(PositionLimitsBox(x_limits=(0.5, None), y_limits=(-0.4, -0.1)))
     board.add_relation(RotateAroundSolution(yaw_rad=1.5707963))
-    ball = cuboid("ball", (0.05, 0.05, 0.05))
-    ball.add_relation(On(t))
-    ball.add_relation(RandomAroundSolution(yaw_half_rad=0.5))
+    ball = on_table(t, "ball", (0.05, 0.05, 0.05), RandomAroundSolution(yaw_half_rad=0.5))
     return [t, obstacle, plate, cup, jar, box, camera, board, ball]
 
 
@@ -117,4 +132,6 @@ SCENES = {
     "mug_bowl": mug_bowl_scene,
     "crowded14": lambda: crowded_scene(14),
     "all_relations": all_relations_scene,
+    "clutter": clutter_scene,
+    "clutter_bin": bin_clutter_scene,
 }

@@ -20,8 +20,11 @@ presets [physx | newton], render [false], settle.num_steps [5], settle.validator
 Launcher flags (argparse style, mixed freely with the Hydra overrides): ``--device cpu|cuda:0`` and
 ``--viz none|kit`` (``kit`` needs Isaac Sim and a display; this install is kit-less).
 
-Exit status: 0 when at least one layout was written (a shortfall below min_layouts is logged as an error),
-1 when no layout was accepted (no file is written), 2 for a configuration error.
+Exit status:
+  0  at least one layout was accepted and written; a shortfall below min_layouts (max_batches ran out) still
+     writes every accepted layout and is logged as an error, but the exit status stays 0;
+  1  no layout was accepted: no file is written (read the "Rejected <count>: <check>: <detail>" lines);
+  2  a configuration error (unknown flag or key, bad value, existing output, scene that cannot be recorded).
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ def split_launcher_flags(argv: list[str]) -> tuple[argparse.Namespace, list[str]
         SystemExit(2): an unknown ``--flag`` (Hydra overrides never start with ``--``).
     """
     parser = argparse.ArgumentParser(prog="record_placement_layouts.py", add_help=True,
-                                     description=__doc__.splitlines()[0], epilog="Hydra overrides: key=value ...")
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     description=__doc__.split("\n\nHydra keys")[0],
+                                     epilog="Hydra keys" + __doc__.split("\n\nHydra keys", 1)[1])
     parser.add_argument("--device", default="cpu", help="simulation device: cpu or cuda:0 (default cpu)")
     parser.add_argument("--viz", default="none", choices=("none", "kit"), help="viewer (default none)")
     flags, rest = parser.parse_known_args(argv)

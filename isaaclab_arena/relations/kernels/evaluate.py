@@ -14,6 +14,7 @@ from isaaclab_arena.relations.kernels.tables import (
     KIND_NOT_NEXT_TO,
     KIND_ON,
     NUM_KINDS,
+    NUM_SLOTS,
     RF_W,
     SLOT_ALIGN,
     SLOT_CLUTTER,
@@ -24,15 +25,31 @@ from isaaclab_arena.relations.kernels.tables import (
     SLOT_ON,
     CandidateState,
     SceneTables,
+    SolveOutputs,
 )
 from isaaclab_arena.relations.kernels.violations import obj_bounds, overlap_depth, relation_violation
 
 
 @wp.func
-def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write: int,
-                       rel_excess: wp.array2d(dtype=float), rel_cause: wp.array2d(dtype=int),
-                       checks: wp.array2d(dtype=wp.bool), ov_pair: wp.array(dtype=int),
-                       ov_depth: wp.array(dtype=float)) -> float:
+def check_slot(kind: int) -> int:
+    """Verdict slot of the check of a relation kind (-1: a solver objective only, no check)."""
+    if kind == KIND_ON:
+        return SLOT_ON
+    if kind == KIND_CLUTTER:
+        return SLOT_CLUTTER
+    if kind == KIND_NEXT_TO:
+        return SLOT_NEXT_TO
+    if kind == KIND_NOT_NEXT_TO:
+        return SLOT_NOT_NEXT_TO
+    if kind == KIND_ALIGN:
+        return SLOT_ALIGN
+    if kind == KIND_FACE_TO:
+        return SLOT_FACE_TO
+    return -1
+
+
+@wp.func
+def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write: int, O: SolveOutputs) -> float:
     """Returns the candidate's loss (sum of slope * weight * positive excess per relation, plus the
     no-overlap slope times the clearance-grown penetration of every pair). With ``write`` set, also
     stores every relation's excess and cause, the worst overlapping pair, and one verdict per check."""
@@ -51,15 +68,9 @@ def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write:
         dc = overlap_depth(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][0])
         if dc > 0.0:
             loss += T.pair_w * dc
-    ok_ov = int(1)
+    fails = int(0)  # bit s set: check slot s failed
     if worst > slack:
-        ok_ov = 0
-    ok_on = int(1)
-    ok_cl = int(1)
-    ok_nt = int(1)
-    ok_nn = int(1)
-    ok_al = int(1)
-    ok_ft = int(1)
+        fails = 1 << SLOT_NO_OVERLAP
     for r in range(T.kind_start[NUM_KINDS]):
         ri = T.rel_i[r]
         f = T.rel_f[r]
@@ -73,30 +84,15 @@ def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write:
         ex, cause = relation_violation(kind, ri[3], ri[4], f, S.x[b, c], clo, chi, plo, phi, T.on_ztol, slack)
         if kind != KIND_FACE_TO:
             loss += f[RF_W] * wp.max(ex, 0.0)
-        if cause != 0:
-            if kind == KIND_ON:
-                ok_on = 0
-            elif kind == KIND_CLUTTER:
-                ok_cl = 0
-            elif kind == KIND_NEXT_TO:
-                ok_nt = 0
-            elif kind == KIND_NOT_NEXT_TO:
-                ok_nn = 0
-            elif kind == KIND_ALIGN:
-                ok_al = 0
-            elif kind == KIND_FACE_TO:
-                ok_ft = 0
+        slot = check_slot(kind)
+        if cause != 0 and slot >= 0:
+            fails = fails | (1 << slot)
         if write != 0:
-            rel_excess[b, ri[5]] = ex
-            rel_cause[b, ri[5]] = cause
+            O.rel_excess[b, ri[5]] = ex
+            O.rel_cause[b, ri[5]] = cause
     if write != 0:
-        ov_pair[b] = wk
-        ov_depth[b] = worst
-        checks[b, SLOT_NO_OVERLAP] = ok_ov != 0
-        checks[b, SLOT_ON] = ok_on != 0
-        checks[b, SLOT_CLUTTER] = ok_cl != 0
-        checks[b, SLOT_NEXT_TO] = ok_nt != 0
-        checks[b, SLOT_NOT_NEXT_TO] = ok_nn != 0
-        checks[b, SLOT_ALIGN] = ok_al != 0
-        checks[b, SLOT_FACE_TO] = ok_ft != 0
+        O.ov_pair[b] = wk
+        O.ov_depth[b] = worst
+        for s in range(NUM_SLOTS):
+            O.checks[b, s] = (fails & (1 << s)) == 0
     return loss

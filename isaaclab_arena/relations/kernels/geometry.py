@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import warp as wp
 
 _ready = False
@@ -14,6 +16,17 @@ def ensure_warp() -> None:
         wp.config.log_level = wp.LOG_WARNING
         wp.init()
         _ready = True
+
+
+def torch_stream(device: str):
+    """Context in which warp work on ``device`` runs on torch's current CUDA stream, so it is ordered
+    with the torch operations that fill its inputs and read its outputs (warp otherwise uses a stream
+    of its own). Nothing to do on the CPU."""
+    if str(device).startswith("cuda"):
+        import torch
+
+        return wp.ScopedStream(wp.stream_from_torch(torch.cuda.current_stream(torch.device(device))))
+    return contextlib.nullcontext()
 
 
 BIG = wp.constant(1.0e9)

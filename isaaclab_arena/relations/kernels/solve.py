@@ -38,6 +38,7 @@ from isaaclab_arena.relations.kernels.tables import (
     vec10f,
 )
 from isaaclab_arena.relations.kernels.violations import (
+    clutter_footprint,
     cylinder_raw,
     not_next_to_raw,
     obj_bounds,
@@ -202,27 +203,32 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
         d = vmin3(o)
         vmax = wp.max(vmax, d)
         if accumulate != 0 and d + margin > 0.0:
-            # push along the least-overlapping axis on which one of the two can still move apart
-            best = float(BIG)
-            kk = int(-1)
-            sg = float(1.0)
+            # push along the least-overlapping allowed axis on which one of the two can still move
+            # apart (else the least-overlapping allowed axis)
+            best_free = float(BIG)
+            best_any = float(BIG)
+            k_free = int(-1)
+            k_any = int(-1)
+            s_free = float(1.0)
+            s_any = float(1.0)
             for a in range(3):
-                sa = float(1.0)
-                if (lo_i[a] + hi_i[a]) - (lo_j[a] + hi_j[a]) < 0.0:
-                    sa = -1.0
-                free = can_move(T, S, b, i, a, sa) or can_move(T, S, b, j, a, -sa)
-                if pf[1 + a] > 0.0 and free and o[a] < best:
-                    best = o[a]
-                    kk = a
-                    sg = sa
-            if kk < 0:
-                for a in range(3):
-                    if pf[1 + a] > 0.0 and o[a] < best:
-                        best = o[a]
-                        kk = a
-                        sg = float(1.0)
-                        if (lo_i[a] + hi_i[a]) - (lo_j[a] + hi_j[a]) < 0.0:
-                            sg = -1.0
+                if pf[1 + a] > 0.0:
+                    sa = float(1.0)
+                    if (lo_i[a] + hi_i[a]) - (lo_j[a] + hi_j[a]) < 0.0:
+                        sa = -1.0
+                    if o[a] < best_any:
+                        best_any = o[a]
+                        k_any = a
+                        s_any = sa
+                    if o[a] < best_free and (can_move(T, S, b, i, a, sa) or can_move(T, S, b, j, a, -sa)):
+                        best_free = o[a]
+                        k_free = a
+                        s_free = sa
+            kk = k_any
+            sg = s_any
+            if k_free >= 0:
+                kk = k_free
+                sg = s_free
             push = unit(kk) * (T.pair_w * sg)
             S.g[b, i] = S.g[b, i] - push
             if j < T.n_mov:
@@ -306,20 +312,33 @@ def repair_shift(T: SceneTables, S: CandidateState, b: int, e: int, i: int) -> i
 
 
 @wp.func
+def is_placed(T: SceneTables, j: int, rank_i: int) -> bool:
+    """Initial sampling: whether object j is already placed when the object of rank ``rank_i`` is
+    drawn (fixed objects always are; movables when earlier in the parents-first order)."""
+    if j >= T.n_mov:
+        return True
+    return T.obj_i[j][OI_RANK] < rank_i
+
+
+@wp.func
+def placed_neighbour(T: SceneTables, i: int, q: int, rank_i: int):
+    """(pair index, other object, already placed) of the q-th no_overlap pair of object i."""
+    k = T.adj[q]
+    ij = T.pair_i[k]
+    j = ij[0]
+    if j == i:
+        j = ij[1]
+    return k, j, is_placed(T, j, rank_i)
+
+
+@wp.func
 def placed_penetration(T: SceneTables, S: CandidateState, b: int, e: int, i: int, rank_i: int) -> float:
     """Sum of clearance-grown penetrations of object i with fixed objects and earlier-placed movables."""
     total = float(0.0)
     lo_i, hi_i = obj_bounds(T, S, b, e, i)
     oi = T.obj_i[i]
     for q in range(oi[OI_ADJ0], oi[OI_ADJ1]):
-        k = T.adj[q]
-        ij = T.pair_i[k]
-        j = ij[0]
-        if j == i:
-            j = ij[1]
-        placed = j >= T.n_mov
-        if not placed:
-            placed = T.obj_i[j][OI_RANK] < rank_i
+        k, j, placed = placed_neighbour(T, i, q, rank_i)
         if placed:
             lo_j, hi_j = obj_bounds(T, S, b, e, j)
             total += wp.max(vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][0])), 0.0)
@@ -340,10 +359,7 @@ def placed_relation_penalty(T: SceneTables, S: CandidateState, b: int, e: int, i
                 total += wp.max(depth, 0.0)
             else:
                 pj = ri[2]
-                placed = pj >= T.n_mov
-                if not placed:
-                    placed = T.obj_i[pj][OI_RANK] < rank_i
-                if placed:
+                if is_placed(T, pj, rank_i):
                     plo, phi = obj_bounds(T, S, b, e, pj)
                     depth, grad = not_next_to_raw(lo_i, hi_i, plo, phi, ri[3], f[0], f[2])
                     total += wp.max(depth, 0.0)
@@ -357,14 +373,7 @@ def clutter_raise(T: SceneTables, S: CandidateState, b: int, e: int, i: int, ran
     bottom = lo_i[2]
     oi = T.obj_i[i]
     for q in range(oi[OI_ADJ0], oi[OI_ADJ1]):
-        k = T.adj[q]
-        ij = T.pair_i[k]
-        j = ij[0]
-        if j == i:
-            j = ij[1]
-        placed = j >= T.n_mov
-        if not placed:
-            placed = T.obj_i[j][OI_RANK] < rank_i
+        k, j, placed = placed_neighbour(T, i, q, rank_i)
         if placed:
             lo_j, hi_j = obj_bounds(T, S, b, e, j)
             o = box_overlaps(lo_i, hi_i, lo_j, hi_j, gap)
@@ -373,6 +382,16 @@ def clutter_raise(T: SceneTables, S: CandidateState, b: int, e: int, i: int, ran
     p = S.x[b, i]
     p[2] = p[2] + (bottom - lo_i[2])
     S.x[b, i] = p
+
+
+@wp.func
+def clutter_miss(T: SceneTables, S: CandidateState, b: int, e: int, r: int) -> float:
+    """How far (m) the subject of ClutterOn row r lies outside its release region (0 inside)."""
+    ri = T.rel_i[r]
+    f = T.rel_f[r]
+    clo, chi = obj_bounds(T, S, b, e, ri[1])
+    plo, phi = obj_bounds(T, S, b, e, ri[2])
+    return wp.max(clutter_footprint(clo, chi, plo, phi, f[0], f[3]), 0.0)
 
 
 def solve_kernels(do_init: bool) -> tuple:

@@ -11,6 +11,7 @@ import warp as wp
 from isaaclab_arena.relations.kernels.geometry import BIG, PI, candidate_rng, yaw_quat
 from isaaclab_arena.relations.kernels.solve import (
     SolveSettings,
+    clutter_miss,
     clutter_raise,
     face_to_update,
     placed_penetration,
@@ -32,16 +33,14 @@ from isaaclab_arena.relations.kernels.tables import (
     OI_YAW,
     CandidateState,
     SceneTables,
+    SolveOutputs,
 )
-from isaaclab_arena.relations.kernels.violations import obj_bounds
+from isaaclab_arena.relations.kernels.violations import clutter_region, obj_bounds
 
 
 @wp.kernel(enable_backward=False)
 def init_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp.array(dtype=wp.int64),
-                 draw_ids: wp.array(dtype=wp.int64), rel_excess: wp.array2d(dtype=float),
-                 rel_cause: wp.array2d(dtype=int), checks: wp.array2d(dtype=wp.bool), ov_pair: wp.array(dtype=int),
-                 ov_depth: wp.array(dtype=float), loss_out: wp.array(dtype=float), iters_out: wp.array(dtype=int),
-                 counts: wp.array2d(dtype=int), passed: wp.array(dtype=wp.bool), pending: wp.array(dtype=int)):
+                draw_ids: wp.array(dtype=wp.int64), O: SolveOutputs):
     """Initial candidate b (PlacementCandidateGenerator)."""
     b = wp.tid()
     e = int(env_ids[b])
@@ -70,19 +69,28 @@ def init_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp
         oi = T.obj_i[i]
         rank_i = oi[OI_RANK]
         cl = oi[OI_CLUTTER]
+        # a ClutterOn release with random yaw draws a fresh yaw on every try after the first, so a
+        # footprint that does not fit the release region at one heading can fit at another
+        turn = cl >= 0 and oi[OI_YAW] == 1
         best = S.x[b, i]
         best_rot = S.rot[b, i]
         best_pen = float(BIG)
+        best_score = float(BIG)
         for t in range(P.init_tries):
+            if turn and t > 0:
+                of = T.obj_f[i]
+                q = yaw_quat(wp.randf(st, -PI, PI)) * wp.quat(of[0], of[1], of[2], of[3])
+                S.rot[b, i] = q
+                lo, hi = solver_offsets(q, T.local_lo[e, i], T.local_hi[e, i], of, oi[OI_RANDOM])
+                S.olo[b, i] = lo
+                S.ohi[b, i] = hi
             slo, shi = obj_bounds(T, S, b, e, oi[OI_SUPPORT])
+            top = shi[2]
             if cl >= 0:
-                c = 0.5 * (slo + shi)
-                h = 0.5 * T.rel_f[cl][0] * (shi - slo)
-                slo = c - h
-                shi = c + h
+                slo, shi = clutter_region(slo, shi, T.rel_f[cl][0], T.rel_f[cl][3])
             olo = S.olo[b, i]
             ohi = S.ohi[b, i]
-            p = wp.vec3(0.0, 0.0, shi[2] - olo[2])
+            p = wp.vec3(0.0, 0.0, top - olo[2])
             for a in range(2):
                 lo_c = slo[a] + 0.5 * (ohi[a] - olo[a])
                 hi_c = shi[a] - 0.5 * (ohi[a] - olo[a])
@@ -105,28 +113,34 @@ def init_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp
                         break
                 else:
                     target = i
+            # the try kept is the one with the least penetration, then the least release-region miss
+            # (which solving cannot repair: it does not turn objects)
+            miss = float(0.0)
             if cl >= 0:
                 clutter_raise(T, S, b, e, i, rank_i, T.rel_f[cl][2])
+                miss = clutter_miss(T, S, b, e, cl)
             pen = placed_penetration(T, S, b, e, i, rank_i)
             if (oi[OI_FLAGS] & FLAG_PENALISED) != 0:
                 pen += placed_relation_penalty(T, S, b, e, i, rank_i)
-            if pen < best_pen:
+            score = pen + miss
+            if score < best_score:
+                best_score = score
                 best_pen = pen
                 best = S.x[b, i]
                 best_rot = S.rot[b, i]
-            if pen <= 0.0:
+            if score <= 0.0:
                 break
         if best_pen > 0.0:
             clean = 0
         S.x[b, i] = best
-        if oi[OI_YAW] == 2:
+        if oi[OI_YAW] == 2 or turn:
             S.rot[b, i] = best_rot
             lo, hi = solver_offsets(best_rot, T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], oi[OI_RANDOM])
             S.olo[b, i] = lo
             S.ohi[b, i] = hi
-    iters_out[b] = -clean
+    O.iters[b] = -clean
     if clean == 0:
-        wp.atomic_add(pending, 0, 1)
+        wp.atomic_add(O.pending, 0, 1)
     for i in range(n):
         S.m[b, i] = zero
         S.v[b, i] = zero

@@ -5,19 +5,16 @@ from __future__ import annotations
 import warp as wp
 
 from isaaclab_arena.relations.kernels.solve import SolveSettings, face_to_update, penalties, project
-from isaaclab_arena.relations.kernels.tables import KIND_FACE_TO, OI_ORDER, CandidateState, SceneTables
+from isaaclab_arena.relations.kernels.tables import KIND_FACE_TO, OI_ORDER, CandidateState, SceneTables, SolveOutputs
 
 
 @wp.kernel(enable_backward=False)
 def iterate_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp.array(dtype=wp.int64),
-                 draw_ids: wp.array(dtype=wp.int64), rel_excess: wp.array2d(dtype=float),
-                 rel_cause: wp.array2d(dtype=int), checks: wp.array2d(dtype=wp.bool), ov_pair: wp.array(dtype=int),
-                 ov_depth: wp.array(dtype=float), loss_out: wp.array(dtype=float), iters_out: wp.array(dtype=int),
-                 counts: wp.array2d(dtype=int), passed: wp.array(dtype=wp.bool), pending: wp.array(dtype=int)):
+                   draw_ids: wp.array(dtype=wp.int64), O: SolveOutputs):
     """Projected Adam on candidate b until its own exit test passes (RelationSolver)."""
     b = wp.tid()
-    if iters_out[b] < 0:  # penalty-free initial candidate of an init_exact scene: nothing to solve
-        iters_out[b] = 0
+    if O.iters[b] < 0:  # penalty-free initial candidate of an init_exact scene: nothing to solve
+        O.iters[b] = 0
         return
     e = int(env_ids[b])
     n = T.n_mov
@@ -57,4 +54,4 @@ def iterate_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids:
         for k in range(n):
             project(T, S, b, e, T.obj_i[k][OI_ORDER], 0)
 
-    iters_out[b] = it
+    O.iters[b] = it

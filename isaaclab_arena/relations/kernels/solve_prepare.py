@@ -4,26 +4,21 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.geometry import candidate_rng
 from isaaclab_arena.relations.kernels.solve import SolveSettings, project, solver_offsets
-from isaaclab_arena.relations.kernels.tables import OI_ORDER, OI_RANDOM, CandidateState, SceneTables
+from isaaclab_arena.relations.kernels.tables import OI_ORDER, OI_RANDOM, CandidateState, SceneTables, SolveOutputs
 
 
 @wp.kernel(enable_backward=False)
 def prepare_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp.array(dtype=wp.int64),
-                 draw_ids: wp.array(dtype=wp.int64), rel_excess: wp.array2d(dtype=float),
-                 rel_cause: wp.array2d(dtype=int), checks: wp.array2d(dtype=wp.bool), ov_pair: wp.array(dtype=int),
-                 ov_depth: wp.array(dtype=float), loss_out: wp.array(dtype=float), iters_out: wp.array(dtype=int),
-                 counts: wp.array2d(dtype=int), passed: wp.array(dtype=wp.bool), pending: wp.array(dtype=int)):
+                   draw_ids: wp.array(dtype=wp.int64), O: SolveOutputs):
     """Bounds and projection intervals of given positions (solving from an existing batch)."""
     b = wp.tid()
     e = int(env_ids[b])
-    st = candidate_rng(P.seed, e, int(draw_ids[b]))
     n = T.n_mov
     zero = wp.vec3(0.0)
-    # ---- initial candidate (PlacementCandidateGenerator): rotations, then On-tree positions
-    iters_out[b] = 0
-    wp.atomic_add(pending, 0, 1)
+    # the candidate's own positions and rotations: refit bounds, project onto the relation intervals
+    O.iters[b] = 0
+    wp.atomic_add(O.pending, 0, 1)
     for i in range(n):
         lo, hi = solver_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], T.obj_i[i][OI_RANDOM])
         S.olo[b, i] = lo

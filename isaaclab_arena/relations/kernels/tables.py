@@ -111,3 +111,42 @@ class CandidateState:
     g: wp.array2d(dtype=wp.vec3)
     ilo: wp.array2d(dtype=wp.vec3)  # interval the last projection used per axis (solver only)
     ihi: wp.array2d(dtype=wp.vec3)
+
+
+@wp.struct
+class SolveOutputs:
+    """What the solve and check kernels write, per candidate b (R compiled relations)."""
+
+    rel_excess: wp.array2d(dtype=float)  # (B, R) metres beyond what the relation's check accepts
+    rel_cause: wp.array2d(dtype=int)  # (B, R) cause code, 0 none
+    checks: wp.array2d(dtype=wp.bool)  # (B, NUM_SLOTS) verdict per built-in check
+    ov_pair: wp.array(dtype=int)  # (B,) most-penetrating no_overlap pair
+    ov_depth: wp.array(dtype=float)  # (B,) its depth, metres
+    loss: wp.array(dtype=float)  # (B,)
+    iters: wp.array(dtype=int)  # (B,) solver iterations (negative between launches: see solve_init)
+    counts: wp.array2d(dtype=int)  # (B, 2) failed required / optional built-in checks
+    passed: wp.array(dtype=wp.bool)  # (B,) every required built-in check passed
+    pending: wp.array(dtype=int)  # (1,) candidates the optimisation loop must run on
+
+
+def solve_outputs(device: str, b: int, **fields) -> SolveOutputs:
+    """A ``SolveOutputs`` over the given warp arrays; fields not given get 1-element placeholders (a
+    kernel that does not write them, e.g. the check kernel's solver-only fields)."""
+    unknown = set(fields) - set(_PLACEHOLDERS)
+    if unknown:
+        raise TypeError(f"solve_outputs: unknown fields {sorted(unknown)}")
+    spare = _placeholders.get(device)
+    if spare is None:  # shared, written at most by kernels whose caller never reads them
+        spare = _placeholders[device] = {name: wp.zeros(shape, dtype=dtype, device=device)
+                                         for name, (shape, dtype) in _PLACEHOLDERS.items()}
+    o = SolveOutputs()
+    for name in _PLACEHOLDERS:
+        arr = fields.get(name)
+        setattr(o, name, arr if arr is not None else spare[name])
+    return o
+
+
+_PLACEHOLDERS = {"rel_excess": ((1, 1), float), "rel_cause": ((1, 1), int), "checks": ((1, 1), wp.bool),
+                 "ov_pair": (1, int), "ov_depth": (1, float), "loss": (1, float), "iters": (1, int),
+                 "counts": ((1, 2), int), "passed": (1, wp.bool), "pending": (1, int)}
+_placeholders: dict[str, dict] = {}

@@ -6,20 +6,18 @@ import warp as wp
 
 from isaaclab_arena.relations.kernels.evaluate import evaluate_candidate
 from isaaclab_arena.relations.kernels.geometry import rotated_offsets
-from isaaclab_arena.relations.kernels.tables import CandidateState, SceneTables
+from isaaclab_arena.relations.kernels.tables import CandidateState, SceneTables, SolveOutputs
 
 
 @wp.kernel(enable_backward=False)
-def validate_kernel(T: SceneTables, S: CandidateState, env_ids: wp.array(dtype=wp.int64),
-                    rel_excess: wp.array2d(dtype=float), rel_cause: wp.array2d(dtype=int),
-                    checks: wp.array2d(dtype=wp.bool), ov_pair: wp.array(dtype=int), ov_depth: wp.array(dtype=float),
-                    loss_out: wp.array(dtype=float)):
+def validate_kernel(T: SceneTables, S: CandidateState, env_ids: wp.array(dtype=wp.int64), O: SolveOutputs):
     """Refits each object's bounds to its rotation, then writes per-relation excess/cause, the worst
-    overlapping pair and one verdict per check slot (1 = passed), and the loss of the layout."""
+    overlapping pair and one verdict per check slot (1 = passed), and the loss of the layout (``O``'s
+    solver-only fields are unused)."""
     b = wp.tid()
     e = int(env_ids[b])
     for i in range(T.n_mov):
         lo, hi = rotated_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i])
         S.olo[b, i] = lo
         S.ohi[b, i] = hi
-    loss_out[b] = evaluate_candidate(T, S, b, e, 1, rel_excess, rel_cause, checks, ov_pair, ov_depth)
+    O.loss[b] = evaluate_candidate(T, S, b, e, 1, O)

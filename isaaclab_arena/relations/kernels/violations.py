@@ -42,6 +42,14 @@ def obj_bounds(T: SceneTables, S: CandidateState, b: int, e: int, k: int):
 
 
 @wp.func
+def flagged(excess: float, slack: float, cause: int):
+    """(excess, cause) when the excess is beyond the check's slack, else (excess, 0)."""
+    if excess > slack:
+        return excess, cause
+    return excess, 0
+
+
+@wp.func
 def shrunk(lo: float, hi: float):
     """[lo, hi] moved inward by SHRINK on both ends when it stays non-empty."""
     if hi - lo > 2.0 * SHRINK:
@@ -113,14 +121,21 @@ def clutter_interval(olo: wp.vec3, ohi: wp.vec3, plo: wp.vec3, phi: wp.vec3, spr
 
 
 @wp.func
-def clutter_violation(clo: wp.vec3, chi: wp.vec3, plo: wp.vec3, phi: wp.vec3, spread: float, clear: float,
-                      margin: float, slack: float):
-    """Footprint inside the release region; bottom at least clear above the support top (slack only
-    on the clearance, never below the top). Causes: 1 outside the region, 2 too little clearance."""
+def clutter_footprint(clo: wp.vec3, chi: wp.vec3, plo: wp.vec3, phi: wp.vec3, spread: float, margin: float) -> float:
+    """How far (m) the subject's footprint [clo, chi] reaches outside the release region (<= 0 inside)."""
     rlo, rhi = clutter_region(plo, phi, spread, margin)
     fp = float(-BIG)
     for a in range(2):
         fp = wp.max(fp, wp.max(rlo[a] - clo[a], chi[a] - rhi[a]))
+    return fp
+
+
+@wp.func
+def clutter_violation(clo: wp.vec3, chi: wp.vec3, plo: wp.vec3, phi: wp.vec3, spread: float, clear: float,
+                      margin: float, slack: float):
+    """Footprint inside the release region; bottom at least clear above the support top (slack only
+    on the clearance, never below the top). Causes: 1 outside the region, 2 too little clearance."""
+    fp = clutter_footprint(clo, chi, plo, phi, spread, margin)
     low = wp.max((phi[2] + clear) - clo[2], phi[2] - clo[2] + slack)
     if fp > slack:
         return fp, 1
@@ -220,9 +235,7 @@ def not_next_to_violation(clo: wp.vec3, chi: wp.vec3, plo: wp.vec3, phi: wp.vec3
     """Keep-out cleared within tol. Cause 1: inside the keep-out region."""
     depth, grad = not_next_to_raw(clo, chi, plo, phi, axis, sign, margin)
     e = depth - tol
-    if e > slack:
-        return e, 1
-    return e, 0
+    return flagged(e, slack, 1)
 
 
 # ---------------------------------------------------------------------------------------- AlignWith
@@ -243,9 +256,7 @@ def align_violation(clo: wp.vec3, chi: wp.vec3, plo: wp.vec3, phi: wp.vec3, axis
                     slack: float):
     """Centre error along axis within tol. Cause 1: misaligned."""
     err = wp.abs(0.5 * (clo[axis] + chi[axis]) - 0.5 * (plo[axis] + phi[axis]) - off) - tol
-    if err > slack:
-        return err, 1
-    return err, 0
+    return flagged(err, slack, 1)
 
 
 # ------------------------------------------------------------------------------ AtPosition / limits
@@ -256,9 +267,7 @@ def at_violation(p: wp.vec3, mask: wp.vec3, val: wp.vec3, slack: float):
     for a in range(3):
         if mask[a] > 0.0:
             e = wp.max(e, wp.abs(p[a] - val[a]))
-    if e > slack:
-        return e, 1
-    return e, 0
+    return flagged(e, slack, 1)
 
 
 @wp.func
@@ -267,9 +276,7 @@ def limits_violation(p: wp.vec3, lo: wp.vec3, hi: wp.vec3, slack: float):
     e = float(-BIG)
     for a in range(3):
         e = wp.max(e, wp.max(lo[a] - p[a], p[a] - hi[a]))
-    if e > slack:
-        return e, 1
-    return e, 0
+    return flagged(e, slack, 1)
 
 
 @wp.func
@@ -295,9 +302,7 @@ def cylinder_raw(p: wp.vec3, center: wp.vec2, rmin: float, rmax: float):
 @wp.func
 def cylinder_violation(p: wp.vec3, center: wp.vec2, rmin: float, rmax: float, slack: float):
     e, grad, cause = cylinder_raw(p, center, rmin, rmax)
-    if e > slack:
-        return e, cause
-    return e, 0
+    return flagged(e, slack, cause)
 
 
 # ------------------------------------------------------------------------------------------- FaceTo

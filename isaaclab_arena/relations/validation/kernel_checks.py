@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 import warp as wp
 
-from isaaclab_arena.relations.kernels.tables import NUM_SLOTS, CandidateState
+from isaaclab_arena.relations.kernels.geometry import torch_stream
+from isaaclab_arena.relations.kernels.tables import NUM_SLOTS, CandidateState, solve_outputs
 from isaaclab_arena.relations.kernels.validate import validate_kernel
 
 _scratch: dict[tuple, tuple] = {}
@@ -21,6 +22,24 @@ def _get_scratch(device: str, b: int, n: int):
              wp.empty((1, 1), dtype=wp.vec3, device=device), wp.empty(b, dtype=float, device=device))
         _scratch[key] = s
     return s
+
+
+def _launch(problem, batch, b, n, write_loss, checks, excess, cause, ov_pair, ov_depth) -> None:
+    dev = problem.device
+    olo, ohi, dummy, loss = _get_scratch(dev, b, n)
+    st = CandidateState()
+    if problem.num_objects:
+        st.x = wp.from_torch(batch.positions.contiguous(), dtype=wp.vec3)
+        st.rot = wp.from_torch(batch.rotations.contiguous(), dtype=wp.quat)
+    else:
+        st.x = wp.zeros((b, 1), dtype=wp.vec3, device=dev)
+        st.rot = wp.zeros((b, 1), dtype=wp.quat, device=dev)
+    st.olo, st.ohi = olo, ohi
+    st.m = st.v = st.g = st.ilo = st.ihi = dummy
+    out = solve_outputs(dev, b, rel_excess=wp.from_torch(excess), rel_cause=wp.from_torch(cause),
+                        checks=wp.from_torch(checks), ov_pair=wp.from_torch(ov_pair), ov_depth=wp.from_torch(ov_depth),
+                        loss=wp.from_torch(batch.loss) if write_loss else loss)
+    wp.launch(validate_kernel, dim=b, device=dev, inputs=[problem.tables, st, wp.from_torch(batch.env_ids), out])
 
 
 def kernel_verdicts(batch, write_loss: bool = False) -> torch.Tensor:
@@ -40,20 +59,8 @@ def kernel_verdicts(batch, write_loss: bool = False) -> torch.Tensor:
     ov_pair = torch.empty(b, dtype=torch.int32, device=dev)
     ov_depth = torch.empty(b, dtype=torch.float32, device=dev)
     if b:
-        olo, ohi, dummy, loss = _get_scratch(dev, b, n)
-        st = CandidateState()
-        if problem.num_objects:
-            st.x = wp.from_torch(batch.positions.contiguous(), dtype=wp.vec3)
-            st.rot = wp.from_torch(batch.rotations.contiguous(), dtype=wp.quat)
-        else:
-            st.x = wp.zeros((b, 1), dtype=wp.vec3, device=dev)
-            st.rot = wp.zeros((b, 1), dtype=wp.quat, device=dev)
-        st.olo, st.ohi = olo, ohi
-        st.m = st.v = st.g = st.ilo = st.ihi = dummy
-        wp.launch(validate_kernel, dim=b, device=dev,
-                  inputs=[problem.tables, st, wp.from_torch(batch.env_ids), wp.from_torch(excess),
-                          wp.from_torch(cause), wp.from_torch(checks), wp.from_torch(ov_pair), wp.from_torch(ov_depth),
-                          wp.from_torch(batch.loss) if write_loss else loss])
+        with torch_stream(dev):
+            _launch(problem, batch, b, n, write_loss, checks, excess, cause, ov_pair, ov_depth)
     batch.relation_excess = excess[:, :problem.num_relations]
     batch.relation_cause = cause[:, :problem.num_relations]
     batch.overlap_pair = ov_pair

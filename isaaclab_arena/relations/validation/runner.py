@@ -150,14 +150,14 @@ class PlacementValidationRunner:
         else:
             req_fail = torch.zeros(b, dtype=torch.int32, device=dev)
             opt_fail = torch.zeros(b, dtype=torch.int32, device=dev)
+
+        def record(check: str, ok: torch.Tensor, where: torch.Tensor) -> None:
+            verdicts[check] = ok
+            evaluated[check] = where
+            (req_fail if check in req else opt_fail).add_(~ok)
+
         for v in self.custom:
-            ok = _coerce_verdicts(v.check, v.validate_batch(batch, collision_objects), b, dev)
-            verdicts[v.check] = ok
-            evaluated[v.check] = everywhere
-            if v.check in req:
-                req_fail += ~ok
-            else:
-                opt_fail += ~ok
+            record(v.check, _coerce_verdicts(v.check, v.validate_batch(batch, collision_objects), b, dev), everywhere)
         if self.expensive:
             gate = req_fail == 0
             idx = torch.nonzero(gate).flatten()
@@ -166,12 +166,7 @@ class PlacementValidationRunner:
                 ok = torch.zeros(b, dtype=torch.bool, device=dev)
                 if sub is not None:
                     ok[idx] = _coerce_verdicts(v.check, v.validate_batch(sub, collision_objects), idx.numel(), dev)
-                verdicts[v.check] = ok
-                evaluated[v.check] = gate
-                if v.check in req:
-                    req_fail += ~ok
-                else:
-                    opt_fail += ~ok
+                record(v.check, ok, gate)
         counted = batch._kernel_counts
         if counted is not None and counted[0] == self.slot_modes and not (self.custom or self.expensive):
             passed = counted[3]
