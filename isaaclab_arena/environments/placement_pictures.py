@@ -46,7 +46,6 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
     rows = math.ceil(n_env / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
     anchors = [a for a in assets.values() if a.is_anchor]
-    slot_info = pool.current_slot_info
     for e in range(rows * cols):
         ax = axes[e // cols][e % cols]
         if e >= n_env:
@@ -60,12 +59,8 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
             ax.add_patch(Polygon(pts, closed=True, fill=False, ls="--", ec="0.4"))
             ax.text(pts[0][0], pts[0][1], a.name, fontsize=6, color="0.4", va="top")
         failed = []
-        if slot_info and pool.slot_checks is not None:
-            ids = slot_info["env_ids"].tolist()
-            if e in ids:
-                slot = int(slot_info["slots"][ids.index(e)])
-                if not bool(pool.slot_passed[e, slot]):
-                    failed = [c for c, ok in zip(pool.check_names, pool.slot_checks[e, slot].tolist()) if not ok]
+        if pool.current_passed is not None and not bool(pool.current_passed[e]):
+            failed = [c for c, ok in zip(pool.check_names, pool.current_checks[e].tolist()) if not ok]
         for j, name in enumerate(names):
             asset = assets.get(name)
             if asset is None:

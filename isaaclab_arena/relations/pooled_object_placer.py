@@ -90,6 +90,8 @@ class PooledObjectPlacer:
         self.creation_poses: torch.Tensor | None = None     # (E, n, 7): the layout assigned at creation
         self.current_poses: torch.Tensor | None = None      # (E, n, 7): the layout each env got last
         self.current_slot_info: dict[str, torch.Tensor] = {}
+        self.current_passed: torch.Tensor | None = None     # (E,): the layout each env got passed every required check
+        self.current_checks: torch.Tensor | None = None     # (E, C): its check verdicts
         self.consumed = torch.zeros(E, dtype=torch.long)    # layouts handed out per env
         self.fallback_envs: set[int] = set()
         self.num_fills = 0
@@ -240,6 +242,8 @@ class PooledObjectPlacer:
         self.fill(torch.arange(self.num_envs), "creation")
         self.creation_poses = self.poses[:, 0].clone()
         self.current_poses = self.creation_poses.clone()
+        self.current_passed = self.slot_passed[:, 0].clone()
+        self.current_checks = self.slot_checks[:, 0].clone()
 
     def peek(self, env_ids: torch.Tensor) -> torch.Tensor:
         ids = torch.as_tensor(env_ids, dtype=torch.long).cpu()
@@ -266,6 +270,8 @@ class PooledObjectPlacer:
         self.remaining[ids] -= 1
         self.consumed[ids] += 1
         self.current_poses[ids] = out
+        self.current_passed[ids] = self.slot_passed[ids, slots]
+        self.current_checks[ids] = self.slot_checks[ids, slots]
         self.current_slot_info = {"env_ids": ids, "slots": slots}
         return out
 
