@@ -96,11 +96,20 @@ def bench_reset(device, num_envs=1024, reps=40):
             dt = (time.perf_counter() - t) * 1000
             (refill if b.placer is not None and b.placer.num_fills != fills else plain).append(dt)
         writer = term.writer.name
+        # the root writes alone (no pool), same envs and poses
+        names = term.source.object_names
+        world = torch.stack([env.scene[n].data.root_link_pose_w.torch.clone() for n in names], dim=1)
+        wt = []
+        for _ in range(20):
+            t = time.perf_counter()
+            term.writer.write(ids, world)
+            wt.append((time.perf_counter() - t) * 1000)
         env.close()
     med = sorted(plain)[len(plain) // 2]
     ref = sorted(refill)[len(refill) // 2] if refill else 0.0
     per = b.placer.layouts_per_env if b.placer is not None else 1
     print(f"bench reset_ms_1024={med:.3f} objects={len(b.pose_source.object_names)} writer={writer} "
+          f"writes_only_ms={sorted(wt)[len(wt) // 2]:.3f} load={os.getloadavg()[0]:.2f} "
           f"refill_reset_ms={ref:.1f} amortised_ms={(med * (per - 1) + ref) / per:.3f} layouts_per_env={per} "
           f"source={'pooled' if solve else 'fixed'} envs={num_envs} device={device}", flush=True)
 
