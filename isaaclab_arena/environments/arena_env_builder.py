@@ -269,7 +269,8 @@ class ArenaEnvBuilder:
             covered = set(dynamic.object_names) if dynamic is not None else set()
         fixed_rows, fixed_names = [], []
         for i, a in enumerate(a for a in rigid if a.name not in covered):
-            pose = a.initial_pose
+            # A pose solved by a direct ObjectPlacer.place() (apply_positions_to_objects) counts as fixed here.
+            pose = a.placed_pose or a.initial_pose
             if pose is None:
                 pose = Pose((0.0, 0.0, 1.5 + 0.25 * i))
                 logger.warning(f"asset '{a.name}' has no initial pose and its relations are not solved; it starts "
@@ -288,7 +289,7 @@ class ArenaEnvBuilder:
     def _initial_pose_for(self, asset: PlaceableAsset, env0_poses: dict[str, Pose]) -> Pose | None:
         if asset.name in env0_poses:
             return env0_poses[asset.name]
-        return asset.initial_pose
+        return asset.placed_pose or asset.initial_pose
 
     def compose_manager_cfg(self) -> ArenaEnvCfg:
         """Returns the Isaac Lab manager-based RL env config of the arena environment (solves placement)."""
