@@ -16,29 +16,7 @@ import torch
 
 from isaaclab_arena import ARENA_ROOT
 
-TABLETOP = os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "tabletop")
-TOP_Z = 0.75
-
-
-def _local(env, name):
-    u = env.unwrapped
-    return torch.cat([u.scene[name].data.root_pos_w.torch - u.scene.env_origins, u.scene[name].data.root_quat_w.torch], -1).clone()
-
-
-def _build(spec, num_envs, tmp, **cfg):
-    from isaaclab.app import launch_simulation
-
-    from isaaclab_arena.env_spec.arena_env_graph_spec import ArenaEnvGraphSpec
-    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
-
-    arena_env = ArenaEnvGraphSpec.from_yaml(os.path.join(TABLETOP, spec)).to_arena_env()
-    builder = ArenaEnvBuilder(arena_env, ArenaEnvBuilderCfg(num_envs=num_envs, env_spacing=2.5, placement_seed=7,
-                                                            output_dir=str(tmp), gym_id=f"test_pooled_{spec}", **cfg))
-    env_cfg = builder.compose_manager_cfg()
-    ctx = launch_simulation(env_cfg, {"headless": True, "device": "cpu"})
-    ctx.__enter__()
-    env = builder.make_registered(env_cfg)
-    return builder, env, ctx
+from _helpers import TABLETOP, TOP_Z, build_pooled_env as _build, local_pose as _local
 
 
 @pytest.fixture(scope="module")

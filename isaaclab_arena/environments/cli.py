@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from isaaclab_arena.environments.physics import PHYSICS_CHOICES
 
@@ -50,3 +51,25 @@ def builder_cfg_from_args(args: argparse.Namespace, **overrides):
         kw["episode_length_s"] = args.episode_length_s
     kw.update(overrides)
     return ArenaEnvBuilderCfg(**kw)
+
+
+def run_main_reporting_user_errors(main, argv: list[str]) -> None:
+    """Runs a runner's ``main(argv)``; a refused input (bad spec, relation, layout file, pool that cannot be
+    filled) ends the process with ``error: <message>`` on stderr and exit status 2 instead of a traceback.
+
+    ``main`` itself still raises, so Python callers and tests see the exceptions.
+    """
+    from isaaclab_arena.assets.registry import UnknownAssetError
+    from isaaclab_arena.relations.placement_problem import MeshCollisionNotAvailableError
+
+    try:
+        main(argv)
+    except (ValueError, KeyError, FileNotFoundError, UnknownAssetError, MeshCollisionNotAvailableError) as err:
+        msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+        print(f"error: {msg}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except RuntimeError as err:  # e.g. the placement pool could not be filled without fallbacks
+        if "Placement pool" not in str(err):
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None

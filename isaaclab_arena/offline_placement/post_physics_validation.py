@@ -182,69 +182,79 @@ class PhysicsSettledValidator(PostPhysicsPlacementValidator):
 
 
 @dataclass
-class PoseShiftValidator(PostPhysicsPlacementValidator):
-    """Non-clutter roots end where they were placed (robot and supports included)."""
+class _ShiftValidator(PostPhysicsPlacementValidator):
+    """Shared limits, applicability and reports of the two shift checks (see the subclasses)."""
 
-    check: ClassVar[str] = "pose_shift"
     max_translation_m: float = 0.002
-    """Largest accepted initial-to-final root translation, metres."""
+    """Largest accepted translation, metres (initial-to-final root motion, or a link's root-relative motion)."""
     max_rotation_deg: float = 2.0
-    """Largest accepted initial-to-final root rotation, degrees."""
+    """Largest accepted rotation, degrees (initial-to-final root rotation, or a link's root-relative rotation)."""
+
+    _not_applicable: ClassVar[str] = ""
+    """Reason recorded when ``_keys(batch)`` is empty."""
 
     def __post_init__(self):
         super().__post_init__()
         self.max_translation_m = _positive(self.max_translation_m, self.check, "max_translation_m")
         self.max_rotation_deg = _positive(self.max_rotation_deg, self.check, "max_rotation_deg")
 
-    def _keys(self, batch):
-        return [k for k in batch.root_keys if k not in batch.clutter_keys]
+    def _keys(self, batch) -> list[str]:
+        raise NotImplementedError(f"{type(self).__name__}._keys")
 
     def is_applicable(self, batch):
-        return (bool(self._keys(batch)), "every root is a ClutterOn drop")
+        return (bool(self._keys(batch)), self._not_applicable)
+
+    def _shift_reports(self, batch, labels, trans, rot, verb):
+        """Reports from (B, K) translations (m) and rotations (deg) of the objects named by ``labels``."""
+        failed_k = ~((trans <= self.max_translation_m) & (rot <= self.max_rotation_deg))
+        ratio = torch.maximum(trans / max(self.max_translation_m, 1e-12), rot / max(self.max_rotation_deg, 1e-12))
+        failed = failed_k.any(dim=-1)
+        worst_k, worst = _worst(torch.where(failed_k, ratio, torch.zeros_like(ratio)))
+        msgs = {}
+        for row in torch.nonzero(failed).flatten().tolist():
+            k = int(worst_k[row])
+            subject = labels[k]
+            msgs[row] = (subject, f"{subject}: {verb} {_fmt(float(trans[row, k]))} m and rotated "
+                                  f"{_fmt(float(rot[row, k]))} deg; limits {self.max_translation_m:g} m and "
+                                  f"{self.max_rotation_deg:g} deg", float(worst[row]))
+        return self._reports(batch, failed, msgs)
+
+
+@dataclass
+class PoseShiftValidator(_ShiftValidator):
+    """Non-clutter roots end where they were placed (robot and supports included).
+
+    ``max_translation_m`` / ``max_rotation_deg`` bound the initial-to-final root translation (metres) and
+    rotation (degrees).
+    """
+
+    check: ClassVar[str] = "pose_shift"
+    _not_applicable: ClassVar[str] = "every root is a ClutterOn drop"
+
+    def _keys(self, batch):
+        return [k for k in batch.root_keys if k not in batch.clutter_keys]
 
     def validate(self, batch):
         keys = self._keys(batch)
         p0, p1 = batch.stacked(batch.initial_root_poses, keys), batch.stacked(batch.final_root_poses, keys)
         trans = torch.linalg.vector_norm(p1[..., :3] - p0[..., :3], dim=-1)
         rot = quat_angle_deg(p0[..., 3:], p1[..., 3:])
-        return _shift_reports(self, batch, keys, trans, rot, "moved")
-
-
-def _shift_reports(v, batch, labels, trans, rot, verb):
-    failed_k = ~((trans <= v.max_translation_m) & (rot <= v.max_rotation_deg))
-    ratio = torch.maximum(trans / max(v.max_translation_m, 1e-12), rot / max(v.max_rotation_deg, 1e-12))
-    failed = failed_k.any(dim=-1)
-    worst_k, worst = _worst(torch.where(failed_k, ratio, torch.zeros_like(ratio)))
-    msgs = {}
-    for row in torch.nonzero(failed).flatten().tolist():
-        k = int(worst_k[row])
-        subject = labels[k]
-        msgs[row] = (subject, f"{subject}: {verb} {_fmt(float(trans[row, k]))} m and rotated "
-                              f"{_fmt(float(rot[row, k]))} deg; limits {v.max_translation_m:g} m and "
-                              f"{v.max_rotation_deg:g} deg", float(worst[row]))
-    return v._reports(batch, failed, msgs)
+        return self._shift_reports(batch, keys, trans, rot, "moved")
 
 
 @dataclass
-class ArticulationLinkShiftValidator(PostPhysicsPlacementValidator):
-    """Links of articulated task objects keep their pose relative to the object's root (robots excluded)."""
+class ArticulationLinkShiftValidator(_ShiftValidator):
+    """Links of articulated task objects keep their pose relative to the object's root (robots excluded).
+
+    ``max_translation_m`` / ``max_rotation_deg`` bound the change of a link's root-relative position (metres)
+    and rotation (degrees).
+    """
 
     check: ClassVar[str] = "articulation_link_shift"
-    max_translation_m: float = 0.002
-    """Largest accepted change of a link's root-relative position, metres."""
-    max_rotation_deg: float = 2.0
-    """Largest accepted change of a link's root-relative rotation, degrees."""
-
-    def __post_init__(self):
-        super().__post_init__()
-        self.max_translation_m = _positive(self.max_translation_m, self.check, "max_translation_m")
-        self.max_rotation_deg = _positive(self.max_rotation_deg, self.check, "max_rotation_deg")
+    _not_applicable: ClassVar[str] = "no articulated task objects"
 
     def _keys(self, batch):
         return [k for k in batch.final_link_poses if k not in batch.robot_keys]
-
-    def is_applicable(self, batch):
-        return (bool(self._keys(batch)), "no articulated task objects")
 
     def applies_to_scene(self, has_clutter, has_articulated_task_objects):
         return has_articulated_task_objects
@@ -264,7 +274,7 @@ class ArticulationLinkShiftValidator(PostPhysicsPlacementValidator):
         a, b = torch.cat(rel0, dim=1), torch.cat(rel1, dim=1)  # (B, sum L, 7)
         trans = torch.linalg.vector_norm(b[..., :3] - a[..., :3], dim=-1)
         rot = quat_angle_deg(a[..., 3:], b[..., 3:])
-        return _shift_reports(self, batch, labels, trans, rot, "link moved relative to its root by")
+        return self._shift_reports(batch, labels, trans, rot, "link moved relative to its root by")
 
 
 @dataclass

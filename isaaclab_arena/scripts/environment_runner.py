@@ -28,4 +28,6 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    from isaaclab_arena.environments.cli import run_main_reporting_user_errors
+
+    run_main_reporting_user_errors(main, sys.argv[1:])
