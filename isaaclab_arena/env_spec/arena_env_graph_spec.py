@@ -30,9 +30,21 @@ Top-level keys (every other key is rejected, naming it):
 ``num_envs``, ``env_spacing``, ``default_physics_backend``
     Optional run settings: env count (> 0), spacing between env origins in metres (> 0), and the physics
     preset name the environment prefers (``IsaacLabArenaEnvironment.physics``).
+``external_yaml``
+    A spec file path (or a list of them), relative to this file's folder, merged in under this file's keys
+    (see ``external_yaml.py``: node lists concatenated, other keys taken whole from the including file).
+    Indices in error messages (``objects[3]``) count the merged lists; the file and line are the node's own.
+``cli_override_specs``
+    List of ``{arg, target_node_id}``: runner flag ``--<arg>`` swaps the ``registry_name`` of the background
+    or objects node ``target_node_id`` (see ``cli_override_spec.py``, ``cli_overrides()``,
+    ``apply_cli_overrides()``).
+``env_cfg_override``
+    Mapping of dotted Isaac Lab env-cfg attribute paths to values (``sim.dt: 0.005``), stored in
+    ``IsaacLabArenaEnvironment.env_cfg_overrides`` and applied by ``ArenaEnvBuilder.compose_manager_cfg()``
+    (see ``env_cfg_override.py``).
 
-``embodiment``, ``task``, ``external_yaml``, ``cli_override_specs`` and ``env_cfg_override`` are not
-supported yet and are rejected. Poses are env-local (metres, xyzw quaternions).
+``embodiment`` and ``task`` are not supported yet and are rejected. Poses are env-local (metres, xyzw
+quaternions).
 
 Every error is an ``EnvSpecError`` naming the file, the line, the node (asset id, relation index, kind and
 subject) and the key, and saying what is accepted.
@@ -50,6 +62,9 @@ from typing import Any
 
 import yaml
 
+from isaaclab_arena.env_spec.cli_override_spec import CliOverrideNode, line_text, parse_cli_override_specs
+from isaaclab_arena.env_spec.env_cfg_override import check_env_cfg_paths, parse_env_cfg_override
+from isaaclab_arena.env_spec.external_yaml import merge_external_yaml
 from isaaclab_arena.env_spec.placer_params_spec import (
     PLACEMENT_VALIDATOR_KEYS,
     parse_placer_params,
@@ -61,11 +76,12 @@ from isaaclab_arena.env_spec.relation_spec import (
     parse_relation_entry,
     relation_to_node,
 )
-from isaaclab_arena.env_spec.spec_issue import SpecIssue
+from isaaclab_arena.env_spec.spec_issue import EnvSpecError, SpecIssue, issue_error
 from isaaclab_arena.env_spec.yaml_lines import (
     find_non_finite,
     line_of,
     load_yaml_with_lines,
+    source_of,
     start_line,
     to_plain,
     yaml_error_line,
@@ -73,32 +89,14 @@ from isaaclab_arena.env_spec.yaml_lines import (
 
 ENV_REGEX_NS = "{ENV_REGEX_NS}"
 TOP_LEVEL_KEYS = ("env_name", "background", "objects", "object_sets", "object_references", "relations",
-                  "placer_params", "num_envs", "env_spacing", "default_physics_backend")
-NOT_SUPPORTED_YET = ("embodiment", "task", "external_yaml", "cli_override_specs", "env_cfg_override")
+                  "placer_params", "num_envs", "env_spacing", "default_physics_backend", "external_yaml",
+                  "cli_override_specs", "env_cfg_override")
+NOT_SUPPORTED_YET = ("embodiment", "task")
 ASSET_NODE_KEYS = ("id", "registry_name", "params")
 OBJECT_SET_KEYS = ("id", "members", "random_choice", "params")
 OBJECT_SET_PARAMS = ("initial_pose", "collision_mode")
 OBJECT_REFERENCE_KEYS = ("id", "parent_id", "prim_path", "object_type", "params")
 OBJECT_TYPES = ("rigid", "base", "articulation")
-
-
-class EnvSpecError(ValueError):
-    """A spec that cannot be loaded, built or written.
-
-    Attributes:
-        source: The spec file (or ``<dict>``).
-        line: 1-based line of the offending node or key, when known.
-        where: The node: ``objects[1] (id 'mug', ...)``, ``relations[2] (kind 'on', subject 'mug', ...)``.
-        key: The offending key within the node (``params.clearance_m``), when known.
-        detail: The problem and what would be accepted.
-    """
-
-    def __init__(self, detail: str, *, source: str = "<dict>", line: int | None = None, where: str | None = None,
-                 key: str | None = None):
-        self.source, self.line, self.where, self.key, self.detail = source, line, where, key, detail
-        head = source + (f":{line}" if line else "")
-        loc = ", ".join(p for p in (where, f"key '{key}'" if key else None) if p)
-        super().__init__(f"{head}: {loc + ': ' if loc else ''}{detail}")
 
 
 # -- nodes ---------------------------------------------------------------------------------------------------
@@ -338,6 +336,15 @@ class ArenaEnvGraphSpec:
     default_physics_backend: str | None = None
     source: str = field(default="<dict>", compare=False, repr=False)
     placer_params_line: int | None = field(default=None, compare=False, repr=False)
+    #: Absolute paths of the files this spec lists in ``external_yaml`` (their content is merged in above).
+    external_yaml: list[str] = field(default_factory=list)
+    cli_override_specs: list[CliOverrideNode] = field(default_factory=list)
+    #: Dotted env-cfg attribute path -> value (``sim.dt: 0.005``), applied by ``ArenaEnvBuilder``.
+    env_cfg_override: dict = field(default_factory=dict)
+    #: Source names of every file merged in through ``external_yaml`` (nested too).
+    included_sources: set = field(default_factory=set, compare=False, repr=False)
+    #: ``to_dict()`` values of what came from included files at load time (top-level keys, list entries).
+    included_snapshot: dict = field(default_factory=dict, compare=False, repr=False)
 
     # -- loading -------------------------------------------------------------------------------------------
     @classmethod
@@ -355,7 +362,7 @@ class ArenaEnvGraphSpec:
         except UnicodeDecodeError as err:
             raise EnvSpecError(f"is not YAML: the file is not UTF-8 text ({err.reason})", source=source) from None
         try:
-            data = load_yaml_with_lines(text)
+            data = load_yaml_with_lines(text, source)
         except yaml.YAMLError as err:
             problem = getattr(err, "problem", None) or str(err)
             context = getattr(err, "context", None)
@@ -378,10 +385,19 @@ class ArenaEnvGraphSpec:
 
     @staticmethod
     def _error(issue: SpecIssue, source: str) -> EnvSpecError:
-        return EnvSpecError(issue.message, source=source, line=issue.line, where=issue.where, key=issue.key)
+        return issue_error(issue, source)
 
     @classmethod
     def _parse(cls, data: Any, source: str) -> "ArenaEnvGraphSpec":
+        data, includes = merge_external_yaml(data, source)
+        spec = cls._parse_merged(data, source)
+        spec.external_yaml = list(includes.paths)
+        spec.included_sources = set(includes.sources)
+        spec.included_snapshot = spec._snapshot_included(data)
+        return spec
+
+    @classmethod
+    def _parse_merged(cls, data: Any, source: str) -> "ArenaEnvGraphSpec":
         if not isinstance(data, dict):
             raise SpecIssue(f"is not a spec: the top level must be a mapping with keys {', '.join(TOP_LEVEL_KEYS)}, "
                             f"got {type(data).__name__}", line=start_line(data))
@@ -420,7 +436,7 @@ class ArenaEnvGraphSpec:
         for node in ([background] if background else []) + objects + sets + refs:
             if node.id in seen:
                 first = seen[node.id]
-                at = f" (line {first.line})" if first.line else ""
+                at = f" ({line_text(first.line, node.line)})" if first.line else ""
                 raise SpecIssue(f"duplicate asset id '{node.id}': already defined by {first.where.split(' (')[0]}{at}; "
                                 "every asset needs a unique id", where=node.where, key="id", line=node.line)
             seen[node.id] = node
@@ -467,8 +483,15 @@ class ArenaEnvGraphSpec:
         if physics is not None and (not isinstance(physics, str) or not physics):
             raise SpecIssue(f"'default_physics_backend' must be a physics preset name (e.g. ovphysx, newton_mjwarp), "
                             f"got {physics!r}", key="default_physics_backend", line=line_of(data, "default_physics_backend"))
+        targets = {n.id: n for n in ([background] if background else []) + objects}
+        overrides = parse_cli_override_specs(_list(data, "cli_override_specs"), targets,
+                                             line_of(data, "cli_override_specs"))
+        cfg_override, cline = {}, line_of(data, "env_cfg_override")
+        if data.get("env_cfg_override") is not None:
+            cfg_override = parse_env_cfg_override(data["env_cfg_override"], cline)
+            check_env_cfg_paths(cfg_override, tuple(seen), data["env_cfg_override"])
         return cls(env_name, background, objects, sets, refs, relations, placer, num_envs, spacing, physics, source,
-                   pline)
+                   pline, cli_override_specs=overrides, env_cfg_override=cfg_override)
 
     # -- building ------------------------------------------------------------------------------------------
     def to_arena_env(self):
@@ -485,7 +508,8 @@ class ArenaEnvGraphSpec:
         except SpecIssue as issue:
             raise self._error(issue, self.source) from None
         env = IsaacLabArenaEnvironment(self.env_name, list(assets.values()), placer_params=placer,
-                                       env_spacing=self.env_spacing, physics=self.default_physics_backend)
+                                       env_spacing=self.env_spacing, physics=self.default_physics_backend,
+                                       env_cfg_overrides=copy.deepcopy(self.env_cfg_override))
         try:
             check_placement_restrictions(env.assets, random_yaw_init=placer.random_yaw_init)
         except PlacementConfigError as err:
@@ -508,7 +532,7 @@ class ArenaEnvGraphSpec:
                 if node.id == name:
                     line, where = node.line, node.where
                     break
-        return EnvSpecError(message, source=self.source, line=line, where=where)
+        return EnvSpecError(message, source=source_of(line) or self.source, line=line, where=where)
 
     def _build_asset(self, node: AssetNode):
         from isaaclab_arena.assets.registry import UnknownAssetError, build_registered_asset
@@ -587,9 +611,70 @@ class ArenaEnvGraphSpec:
                 asset.set_initial_pose(Pose.identity())  # YAML: an anchor without a pose sits at the env origin
         return assets, built_relations
 
+    # -- command-line overrides ----------------------------------------------------------------------------
+    def asset_node(self, node_id: str) -> AssetNode:
+        """The background or ``objects`` node ``node_id`` (the nodes that have a ``registry_name``)."""
+        for node in ([self.background] if self.background else []) + self.objects:
+            if node.id == node_id:
+                return node
+        raise KeyError(f"spec '{self.env_name}' has no background or objects node '{node_id}'")
+
+    def cli_overrides(self) -> list[CliOverrideNode]:
+        """The declared ``cli_override_specs`` (flag ``--<arg>`` -> node ``target_node_id``)."""
+        return list(self.cli_override_specs)
+
+    def apply_cli_overrides(self, values: dict[str, str | None]) -> "ArenaEnvGraphSpec":
+        """Swaps ``registry_name`` of each override's target node: ``values`` maps a declared ``arg`` to a
+        registry name (None: flag not given). Validates by building the spec once; on any error the spec is
+        left unchanged and ``EnvSpecError`` names the flag, the node and the accepted names. Returns ``self``.
+        """
+        from isaaclab_arena.assets.registry import UnknownAssetError, get_registered_asset, list_registered_assets
+
+        declared = {n.arg: n for n in self.cli_override_specs}
+        changes = []
+        for arg, name in values.items():
+            if arg not in declared:
+                raise EnvSpecError(f"no cli override '{arg}' is declared; declared args: "
+                                   f"{', '.join(declared) or 'none'} (cli_override_specs)", source=self.source,
+                                   key="cli_override_specs")
+            if name is None:
+                continue
+            spec_entry = declared[arg]
+            node = self.asset_node(spec_entry.target_node_id)
+            src = source_of(spec_entry.line) or self.source
+            try:
+                if not isinstance(name, str):
+                    raise UnknownAssetError(f"registry names are strings, got {name!r}")
+                get_registered_asset(name)
+            except UnknownAssetError:
+                raise EnvSpecError(f"{spec_entry.flag} {name!r}: unknown registry name for node '{node.id}' "
+                                   f"({node.where}); accepted names: {', '.join(list_registered_assets())}",
+                                   source=src, line=spec_entry.line, where=spec_entry.where, key="arg") from None
+            changes.append((spec_entry, node, name))
+        saved = [(node, node.registry_name, node.where) for _, node, _ in changes]
+        for _, node, name in changes:
+            node.registry_name = name
+            node.where = f"{node.where.split(' (')[0]} (id '{node.id}', registry_name '{name}')"
+        try:
+            self._build()
+        except EnvSpecError as err:
+            for node, registry_name, where in saved:
+                node.registry_name, node.where = registry_name, where
+            flags = ", ".join(f"{e.flag} {name!r} (node '{n.id}')" for e, n, name in changes)
+            raise EnvSpecError(f"with {flags}: {err.detail}", source=err.source, line=err.line, where=err.where,
+                               key=err.key) from None
+        return self
+
     # -- writing -------------------------------------------------------------------------------------------
-    def to_dict(self) -> dict:
-        """The spec as plain YAML data (only non-empty sections; relation params that differ from defaults)."""
+    def _sections(self) -> dict[str, list]:
+        return {"objects": self.objects, "object_sets": self.object_sets,
+                "object_references": self.object_references, "relations": self.relations,
+                "cli_override_specs": self.cli_override_specs}
+
+    def _included(self, line) -> bool:
+        return source_of(line) is not None and source_of(line) in self.included_sources
+
+    def _flat_dict(self) -> dict:
         out: dict[str, Any] = {"env_name": self.env_name}
         if self.num_envs is not None:
             out["num_envs"] = self.num_envs
@@ -599,19 +684,82 @@ class ArenaEnvGraphSpec:
             out["default_physics_backend"] = self.default_physics_backend
         if self.background is not None:
             out["background"] = self.background.to_dict()
-        for key, nodes in (("objects", self.objects), ("object_sets", self.object_sets),
-                           ("object_references", self.object_references), ("relations", self.relations)):
+        for key, nodes in self._sections().items():
             if nodes:
                 out[key] = [n.to_dict() for n in nodes]
         if self.placer_params:
             out["placer_params"] = to_plain(self.placer_params)
+        if self.env_cfg_override:
+            out["env_cfg_override"] = to_plain(self.env_cfg_override)
         return out
 
-    def to_yaml(self, path: str | os.PathLike) -> str:
-        """Writes the spec to ``path`` atomically (a temporary file in the same folder, then ``os.replace``)."""
+    def _snapshot_included(self, data: dict) -> dict:
+        """What came from included files, as written by ``to_dict`` (to tell it apart from this file's own)."""
+        if not self.included_sources:
+            return {}
+        flat = self._flat_dict()
+        snap: dict[Any, Any] = {}
+        sections = self._sections()
+        for key, value in flat.items():
+            if key in sections:
+                for node, item in zip(sections[key], value):
+                    if self._included(node.line):
+                        snap[(key, source_of(node.line), int(node.line))] = item
+            elif self._included(line_of(data, key)):
+                snap[key] = value
+        return snap
+
+    def to_dict(self, flatten: bool = False) -> dict:
+        """The spec as plain YAML data (only non-empty sections; relation params that differ from defaults).
+
+        A spec that merged ``external_yaml`` files is written as this file's own keys plus ``external_yaml``
+        (absolute paths; ``to_yaml`` writes them relative to the written file); ``flatten=True`` writes one
+        self-contained spec instead. An included entry changed after loading cannot be written as an include
+        (the included file still holds the old one): that raises ``EnvSpecError``; use ``flatten=True``.
+        """
+        flat = self._flat_dict()
+        if flatten or not self.external_yaml:
+            return flat
+        snap, sections = self.included_snapshot, self._sections()
+        out: dict[str, Any] = {}
+        if "env_name" in flat and snap.get("env_name") != flat["env_name"]:
+            out["env_name"] = flat["env_name"]
+        out["external_yaml"] = list(self.external_yaml)
+        for key in snap:
+            if isinstance(key, str) and key not in flat:
+                raise EnvSpecError(f"'{key}' came from an included file and was cleared after loading; write the "
+                                   "spec with to_dict(flatten=True) / to_yaml(path, flatten=True)", source=self.source,
+                                   key=key)
+        for key, value in flat.items():
+            if key == "env_name":
+                continue
+            if key in sections:
+                own = []
+                for node, item in zip(sections[key], value):
+                    tag = (key, source_of(node.line), int(node.line)) if self._included(node.line) else None
+                    if tag is None or tag not in snap:
+                        own.append(item)
+                    elif snap[tag] != item:
+                        raise EnvSpecError(f"{key} entry {item} came from included file {source_of(node.line)} and "
+                                           "was changed after loading; write the spec with to_dict(flatten=True) / "
+                                           "to_yaml(path, flatten=True)", source=source_of(node.line),
+                                           line=node.line, key=key)
+                if own:
+                    out[key] = own
+            elif key not in snap or snap[key] != value:
+                out[key] = value
+        return out
+
+    def to_yaml(self, path: str | os.PathLike, flatten: bool = False) -> str:
+        """Writes the spec to ``path`` atomically (a temporary file in the same folder, then ``os.replace``);
+        ``external_yaml`` paths are written relative to ``path``'s folder (see ``to_dict``)."""
         path = os.fspath(path)
-        text = yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None, allow_unicode=True)
         folder = os.path.dirname(os.path.abspath(path))
+        data = self.to_dict(flatten=flatten)
+        if "external_yaml" in data:
+            refs = [os.path.relpath(p, folder) for p in data["external_yaml"]]
+            data["external_yaml"] = refs[0] if len(refs) == 1 else refs
+        text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, allow_unicode=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -710,7 +858,10 @@ def spec_from_arena_env(env, num_envs: int | None = None) -> ArenaEnvGraphSpec:
                 raise fail(issue.message, issue.where, issue.key) from None
     try:
         placer = placer_params_to_dict(env.placer_params)
+        overrides = to_plain(parse_env_cfg_override(dict(env.env_cfg_overrides or {}), None))
+        if overrides:
+            check_env_cfg_paths(overrides, tuple(names))
     except SpecIssue as issue:
         raise fail(issue.message, issue.where, issue.key) from None
     return ArenaEnvGraphSpec(env.name, background, objects, sets, refs, relations, placer, num_envs,
-                             env.env_spacing, env.physics)
+                             env.env_spacing, env.physics, env_cfg_override=overrides)

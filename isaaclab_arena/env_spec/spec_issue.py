@@ -1,4 +1,8 @@
-"""The problem a spec section reports; ``ArenaEnvGraphSpec`` adds the file name and raises ``EnvSpecError``."""
+"""The problem a spec section reports (``SpecIssue``) and the error a spec load raises (``EnvSpecError``).
+
+``ArenaEnvGraphSpec`` turns a ``SpecIssue`` into an ``EnvSpecError`` naming the file: the file the offending
+line was read from (``yaml_lines.SourceLine``), so a node merged in through ``external_yaml`` names its own file.
+"""
 
 from __future__ import annotations
 
@@ -19,3 +23,33 @@ class SpecIssue(ValueError):
         self.key = self.key or key
         self.line = self.line or line
         return self
+
+
+class EnvSpecError(ValueError):
+    """A spec that cannot be loaded, built or written.
+
+    Attributes:
+        source: The spec file (or ``<dict>``) holding the offending line; for a node merged in through
+            ``external_yaml`` this is the included file.
+        line: 1-based line of the offending node or key, when known.
+        where: The node: ``objects[1] (id 'mug', ...)``, ``relations[2] (kind 'on', subject 'mug', ...)``.
+        key: The offending key within the node (``params.clearance_m``), when known.
+        detail: The problem and what would be accepted.
+    """
+
+    def __init__(self, detail: str, *, source: str = "<dict>", line: int | None = None, where: str | None = None,
+                 key: str | None = None):
+        self.source, self.line, self.where, self.key, self.detail = source, line, where, key, detail
+        head = source + (f":{int(line)}" if line else "")
+        loc = ", ".join(p for p in (where, f"key '{key}'" if key else None) if p)
+        super().__init__(f"{head}: {loc + ': ' if loc else ''}{detail}")
+
+
+def issue_error(issue: SpecIssue, source: str) -> EnvSpecError:
+    """``issue`` as an ``EnvSpecError``: in the file its line came from (else ``source``), naming the including
+    file when they differ."""
+    line_source = getattr(issue.line, "source", None)
+    detail = issue.message
+    if line_source is not None and line_source != source:
+        detail += f" ({line_source} is merged into {source} through external_yaml)"
+    return EnvSpecError(detail, source=line_source or source, line=issue.line, where=issue.where, key=issue.key)

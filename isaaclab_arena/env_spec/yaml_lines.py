@@ -5,6 +5,9 @@ are ``LineList``: ordinary ``dict`` / ``list`` subclasses that also carry ``line
 ``key_lines`` (key -> line of the key) and ``item_lines`` (line of each item). Duplicate keys in one
 mapping are an error (plain PyYAML silently keeps the last one). Scalars follow YAML 1.1 as PyYAML does,
 so an unquoted ``on`` / ``off`` / ``yes`` / ``no`` reads as a boolean.
+
+Given a ``source`` (the file name), every recorded line is a ``SourceLine``: an ``int`` that also knows the
+file it was read from, so data merged from several files (``external_yaml``) still names the right file.
 """
 
 from __future__ import annotations
@@ -14,6 +17,25 @@ from typing import Any, Iterator
 
 import yaml
 from yaml.constructor import ConstructorError
+
+
+class SourceLine(int):
+    """A 1-based line number that remembers its file (``source``); compares and prints as the plain int."""
+
+    source: str | None
+
+    def __new__(cls, line: int, source: str | None = None):
+        obj = super().__new__(cls, line)
+        obj.source = source
+        return obj
+
+    def __reduce__(self):
+        return SourceLine, (int(self), self.source)
+
+
+def source_of(line) -> str | None:
+    """The file a line number was read from (a ``SourceLine``), else None."""
+    return getattr(line, "source", None)
 
 
 class LineDict(dict):
@@ -43,12 +65,17 @@ class LineList(list):
 
 
 class _LineLoader(yaml.SafeLoader):
-    """SafeLoader whose mappings and sequences record their lines."""
+    """SafeLoader whose mappings and sequences record their lines (``SourceLine`` when ``source`` is set)."""
+
+    source: str | None = None
+
+    def mark_line(self, mark) -> int:
+        return SourceLine(mark.line + 1, self.source) if self.source is not None else mark.line + 1
 
 
 def _construct_map(loader: _LineLoader, node: yaml.MappingNode) -> Iterator[LineDict]:
     data = LineDict()
-    data.line = node.start_mark.line + 1
+    data.line = loader.mark_line(node.start_mark)
     yield data
     loader.flatten_mapping(node)
     for key_node, value_node in node.value:
@@ -63,13 +90,13 @@ def _construct_map(loader: _LineLoader, node: yaml.MappingNode) -> Iterator[Line
                                    f"found duplicate key {key!r} (first at line {data.key_lines[key]})",
                                    key_node.start_mark)
         data[key] = loader.construct_object(value_node, deep=True)
-        data.key_lines[key] = key_node.start_mark.line + 1
+        data.key_lines[key] = loader.mark_line(key_node.start_mark)
 
 
 def _construct_seq(loader: _LineLoader, node: yaml.SequenceNode) -> Iterator[LineList]:
     data = LineList()
-    data.line = node.start_mark.line + 1
-    data.item_lines = [child.start_mark.line + 1 for child in node.value]
+    data.line = loader.mark_line(node.start_mark)
+    data.item_lines = [loader.mark_line(child.start_mark) for child in node.value]
     yield data
     data.extend(loader.construct_object(child, deep=True) for child in node.value)
 
@@ -78,9 +105,17 @@ _LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 _LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
 
-def load_yaml_with_lines(text: str) -> Any:
-    """Parses one YAML document; raises ``yaml.YAMLError`` (with a problem mark) for invalid YAML."""
-    return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+def load_yaml_with_lines(text: str, source: str | None = None) -> Any:
+    """Parses one YAML document; raises ``yaml.YAMLError`` (with a problem mark) for invalid YAML.
+
+    With ``source`` (the file name), recorded lines are ``SourceLine`` values naming that file.
+    """
+    loader = _LineLoader(text)
+    loader.source = source
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def yaml_error_line(err: yaml.YAMLError) -> int | None:

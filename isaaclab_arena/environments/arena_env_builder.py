@@ -331,6 +331,10 @@ class ArenaEnvBuilder:
             self.pose_source_key = register_pose_source(self.pose_source)
             cfg.events.arena_placement = EventTermCfg(func=ArenaPoseResetTerm, mode="reset",
                                                       params={"source_key": self.pose_source_key})
+        if self.arena_env.env_cfg_overrides:  # YAML env_cfg_override: applied last, so it wins
+            from isaaclab_arena.env_spec.env_cfg_override import apply_env_cfg_overrides
+
+            apply_env_cfg_overrides(cfg, self.arena_env.env_cfg_overrides)
         self.env_cfg = cfg
         return cfg
 

@@ -22,6 +22,8 @@ class IsaacLabArenaEnvironment:
         placement_layouts: Recorded layouts to replay instead of solving (``PlacementLayouts``).
         env_spacing: Distance between env origins, metres.
         physics: Physics preset name the env prefers (None: the builder's default).
+        env_cfg_overrides: Dotted Isaac Lab env-cfg attribute paths -> values (``{"sim.dt": 0.005}``) that
+            ``ArenaEnvBuilder.compose_manager_cfg()`` applies last (YAML ``env_cfg_override``).
     """
 
     name: str
@@ -32,6 +34,7 @@ class IsaacLabArenaEnvironment:
     placement_layouts: Any = None
     env_spacing: float | None = None
     physics: str | None = None
+    env_cfg_overrides: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:

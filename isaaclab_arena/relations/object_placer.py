@@ -7,6 +7,7 @@ change it. Positions are env-local metres, rotations xyzw.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import torch
@@ -27,6 +28,8 @@ from isaaclab_arena.relations.relation_solver import RelationSolver
 from isaaclab_arena.relations.validation.diagnostics import RejectionRecord, rejection_records, summary_lines
 from isaaclab_arena.relations.validation.runner import PlacementValidationRunner
 from isaaclab_arena.utils.pose import Pose
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -81,6 +84,11 @@ class ObjectPlacer:
 
     def __init__(self, params: ObjectPlacerParams | None = None):
         self.params = params or ObjectPlacerParams()
+        if self.params.debug_visualize or self.params.debug_visualize_output_path:
+            logger.warning(
+                "ObjectPlacerParams.debug_visualize=%r, debug_visualize_output_path=%r: the placement debug viewer "
+                "is not available yet; placing without it (nothing is shown or written).",
+                self.params.debug_visualize, self.params.debug_visualize_output_path)
         seed = self.params.placement_seed
         self.placement_seed = int(seed) if seed is not None else int(torch.randint(0, 2**31 - 1, (1,)).item())
         self.solver = RelationSolver(self.params.solver_params)

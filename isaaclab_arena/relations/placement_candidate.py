@@ -67,6 +67,10 @@ class PlacementCandidateBatch:
         relation_excess / relation_cause: (B, R) per compiled relation: metres beyond what its check
             accepts (<= 0 passing) and a cause code (0 none); see ``validation.diagnostics``.
         overlap_pair / overlap_depth: (B,) index of the most-penetrating no_overlap pair and its depth (m).
+        position_history: With ``RelationSolverParams.save_position_history``: (B, S, n, 3) float32
+            env-local positions (m) after 0, 10, 20, ... solver iterations (S = ``max_iters // 10 + 1``),
+            NaN for the snapshots after a candidate stopped; the final poses (modifiers applied) are
+            ``positions``. None when the flag is off.
     """
 
     problem: "PlacementProblem"
@@ -84,6 +88,7 @@ class PlacementCandidateBatch:
     relation_cause: torch.Tensor | None = None
     overlap_pair: torch.Tensor | None = None
     overlap_depth: torch.Tensor | None = None
+    position_history: torch.Tensor | None = None
     validation: "PlacementValidationResults | None" = None
     _candidates: list | None = field(default=None, repr=False)
     _kernel_checks: torch.Tensor | None = field(default=None, repr=False)
@@ -148,7 +153,7 @@ class PlacementCandidateBatch:
             required_failures=pick(self.required_failures), optional_failures=pick(self.optional_failures),
             passed=pick(self.passed), relation_excess=pick(self.relation_excess),
             relation_cause=pick(self.relation_cause), overlap_pair=pick(self.overlap_pair),
-            overlap_depth=pick(self.overlap_depth))
+            overlap_depth=pick(self.overlap_depth), position_history=pick(self.position_history))
 
     def invalidate(self) -> None:
         """Call after changing positions/rotations in place: drops cached views and kernel verdicts."""

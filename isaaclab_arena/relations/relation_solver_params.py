@@ -20,11 +20,22 @@ class RelationSolverParams:
         checkpoint_iters: Cumulative iteration counts where a solve may be inspected or stopped; positive,
             strictly increasing, unique; capped by ``max_iters`` in ``get_checkpoints()``.
         lr: Optimiser learning rate (metres per step scale).
-        convergence_threshold: A candidate stops once its loss is below this.
-        verbose: Print progress and final loss.
-        profile: Print wall time, batch size, pair count and ms/iter.
-        save_position_history: Keep position snapshots every 10 iterations.
-        collision_mode: Default no-overlap geometry (``bbox`` or ``mesh``).
+        convergence_threshold: A candidate stops once its penalty loss (slope x weight x positive
+            violation, summed over the penalised terms: pair overlap with the solver clearance, NotNextTo,
+            cylindrical limits, relations to a movable parent) is below this AND every penalised term
+            already holds at the checks' thresholds (no clearance, NotNextTo tolerance), so a low loss
+            never stops a layout the checks reject. 0 disables this stop (the solver-clearance exit and
+            the checkpoint stops remain).
+        verbose: Print one ``[solver]`` line per solve call: candidates, how many converged (stopped before
+            ``max_iters``), iterations median/max, final loss median/max, wall time in ms (one reduction of
+            the batch's tensors; on CUDA one host read per call).
+        profile: Print one ``[solver profile]`` line per solve call: wall time, batch size, pair count,
+            per-kernel times and ms/iter (the iterate kernel's time over the largest iteration count); on
+            CUDA the launches are synchronised to time them.
+        save_position_history: Keep position snapshots every 10 iterations:
+            ``PlacementCandidateBatch.position_history`` / ``RelationSolver.last_position_history``,
+            (B, max_iters // 10 + 1, n, 3), NaN after a candidate stopped. Off: no buffer, no writes.
+        collision_mode: Default no-overlap geometry (``bbox`` or ``mesh``; ``mesh`` is not available yet).
         num_spheres: Spheres per object in MESH mode.
         clearance_m: Pairwise clearance between non-anchor objects (>= 0).
         strategies: Relation class -> loss strategy; an unregistered relation type raises ``ValueError``.

@@ -62,6 +62,11 @@ class SolveSettings:
     slot_mode: wp.array(dtype=int)
     checkpoints: wp.array(dtype=int)
     n_checkpoints: int
+    conv_loss: float  # convergence_threshold: penalty-loss stop (guarded by the checks' thresholds)
+    history_slots: int  # 0: no position history; else snapshots every HISTORY_EVERY iterations
+
+
+HISTORY_EVERY = wp.constant(10)  # iterations between position-history snapshots
 
 
 @wp.func
@@ -184,11 +189,13 @@ def not_next_to_push(T: SceneTables, S: CandidateState, b: int, ci: int, pi: int
 
 @wp.func
 def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: int, margin: float,
-              accumulate: int) -> float:
-    """Largest violation of the penalised terms (<= 0: all satisfied). With ``accumulate`` adds the
-    penalty gradients to S.g. ``check_level`` uses the checks' thresholds (no pair clearance, NotNextTo
-    tolerance) instead of the solver's."""
+              accumulate: int):
+    """(largest violation of the penalised terms in metres (<= 0: all satisfied), penalty loss: the sum of
+    slope x weight x positive violation over those terms). With ``accumulate`` adds the penalty gradients
+    to S.g. ``check_level`` uses the checks' thresholds (no pair clearance, NotNextTo tolerance) instead
+    of the solver's."""
     vmax = float(-BIG)
+    loss = float(0.0)
     for k in range(T.n_pairs):
         ij = T.pair_i[k]
         pf = T.pair_f[k]
@@ -202,6 +209,7 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
         o = box_overlaps(lo_i, hi_i, lo_j, hi_j, c)
         d = vmin3(o)
         vmax = wp.max(vmax, d)
+        loss += T.pair_w * wp.max(d, 0.0)
         if accumulate != 0 and d + margin > 0.0:
             # push along the least-overlapping allowed axis on which one of the two can still move
             # apart (else the least-overlapping allowed axis)
@@ -245,6 +253,7 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
         if check_level != 0:
             lim = f[1]
         vmax = wp.max(vmax, depth - lim)
+        loss += f[RF_W] * wp.max(depth - lim, 0.0)
         if accumulate != 0 and depth + margin > 0.0:
             grad = not_next_to_push(T, S, b, ci, pi, clo, chi, plo, phi, ri[3], f[0], f[2])
             S.g[b, ci] = S.g[b, ci] + f[RF_W] * grad
@@ -256,6 +265,7 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
         ci = ri[1]
         depth, grad, cause = cylinder_raw(S.x[b, ci], wp.vec2(f[0], f[1]), f[2], f[3])
         vmax = wp.max(vmax, depth)
+        loss += f[RF_W] * wp.max(depth, 0.0)
         if accumulate != 0 and depth + margin > 0.0:
             S.g[b, ci] = S.g[b, ci] + f[RF_W] * grad
     # projected relations to a movable parent that lost an interval conflict: push the parent
@@ -266,10 +276,11 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
             ci = ri[1]
             res, shift = parent_residual(T, S, b, e, r)
             vmax = wp.max(vmax, res)
+            w = T.rel_f[r][RF_W]
+            loss += w * res
             if accumulate != 0 and res > 0.0:
-                w = T.rel_f[r][RF_W]
                 S.g[b, pi] = S.g[b, pi] - wp.vec3(w * wp.sign(shift[0]), w * wp.sign(shift[1]), w * wp.sign(shift[2]))
-    return vmax
+    return vmax, loss
 
 
 @wp.func

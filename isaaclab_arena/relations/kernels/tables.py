@@ -127,6 +127,7 @@ class SolveOutputs:
     counts: wp.array2d(dtype=int)  # (B, 2) failed required / optional built-in checks
     passed: wp.array(dtype=wp.bool)  # (B,) every required built-in check passed
     pending: wp.array(dtype=int)  # (1,) candidates the optimisation loop must run on
+    history: wp.array3d(dtype=wp.vec3)  # (B, S, n_mov) positions every 10 iterations (save_position_history)
 
 
 def solve_outputs(device: str, b: int, **fields) -> SolveOutputs:
@@ -148,5 +149,6 @@ def solve_outputs(device: str, b: int, **fields) -> SolveOutputs:
 
 _PLACEHOLDERS = {"rel_excess": ((1, 1), float), "rel_cause": ((1, 1), int), "checks": ((1, 1), wp.bool),
                  "ov_pair": (1, int), "ov_depth": (1, float), "loss": (1, float), "iters": (1, int),
-                 "counts": ((1, 2), int), "passed": (1, wp.bool), "pending": (1, int)}
+                 "counts": ((1, 2), int), "passed": (1, wp.bool), "pending": (1, int),
+                 "history": ((1, 1, 1), wp.vec3)}
 _placeholders: dict[str, dict] = {}
