@@ -444,3 +444,43 @@ def test_clutter_check_passes_trivially_without_clutter():
     b = on_table(t, "b", (0.1, 0.1, 0.1))
     ok, _ = reject([t, b], {"b": (0.0, 0.0, TOP + 0.06)})
     assert ok["clutter_on_relation"] and ok["next_to"] and ok["not_next_to"] and ok["face_to"]
+
+
+def test_face_to_near_support_edge_keeps_turned_footprint_inside_inset():
+    """A long FaceTo subject held at the table's +Y edge, facing a target placed after it (NextTo on its
+    -Y side, as the dense example's mug and bowl): the heading is re-evaluated while solving, so the
+    turned footprint (the rotated box's AABB) ends inside the table inset by edge_margin_m on every
+    candidate; the same pose moved 1 cm past the inset is rejected by on_relation."""
+    t = table()
+    cam = cuboid("cam", (0.2, 0.04, 0.05))
+    cam.add_relation(On(t, edge_margin_m=0.02))
+    cam.add_relation(PositionLimitsBox(y_limits=(0.3, None)))
+    target = on_table(t, "target", (0.06, 0.06, 0.06), NextTo(cam, side=Side.NEGATIVE_Y, distance_m=0.05))
+    cam.add_relation(FaceTo(target))
+    assets = [t, cam, target]
+    pl = placer()
+    n = 256
+    problem = pl.compile(assets, n)
+    batch = pl.place_problem(problem, torch.arange(n), torch.zeros(n, dtype=torch.long))
+    assert bool(batch.check_results["on_relation"].all()) and bool(batch.passed.all())
+    p = batch.positions[:, problem.object_names.index("cam")].double()
+    q = batch.rotations[:, problem.object_names.index("cam")].double()
+    tp = batch.positions[:, problem.object_names.index("target")].double()
+    yaw = torch.atan2(2 * (q[:, 3] * q[:, 2] + q[:, 0] * q[:, 1]), 1 - 2 * (q[:, 1] ** 2 + q[:, 2] ** 2))
+    err = torch.remainder(yaw - torch.atan2(tp[:, 1] - p[:, 1], tp[:, 0] - p[:, 0]) + math.pi, 2 * math.pi) - math.pi
+    assert float(err.abs().max()) < 1e-4  # faces the target's XY centre
+    c, s = yaw.cos().abs(), yaw.sin().abs()
+    hx, hy = 0.1 * c + 0.02 * s, 0.1 * s + 0.02 * c  # half extents of the turned 0.2 x 0.04 footprint
+    assert float(s.min()) > 0.5  # turned toward -Y: the turned footprint is what must fit
+    assert float((p[:, 1] + hy).max()) <= 0.4 - 0.02 + 1e-5
+    assert float((p[:, 0] + hx).max()) <= 0.6 - 0.02 + 1e-5 and float((p[:, 0] - hx).min()) >= -0.6 + 0.02 - 1e-5
+    # rejection: the candidate closest to the edge, moved 1 cm past the inset on +Y
+    k = int(torch.argmax(p[:, 1] + hy))
+    dy = (0.4 - 0.02) - float(p[k, 1] + hy[k]) + 0.01
+    pos = {"cam": (float(p[k, 0]), float(p[k, 1]) + dy, float(p[k, 2])),
+           "target": (float(tp[k, 0]), float(tp[k, 1]) + dy, float(tp[k, 2]))}
+    ok, recs = reject(assets, pos, {"cam": tuple(float(v) for v in q[k])})
+    assert not ok["on_relation"]
+    rec = one(recs, "on_relation")
+    assert "'cam' on(table): footprint outside the support" in rec.cause
+    assert rec.violation_m == pytest.approx(0.01, abs=2e-4)

@@ -16,6 +16,7 @@ import warp as wp
 from isaaclab_arena.relations.kernels.geometry import (
     BIG,
     box_overlaps,
+    candidate_rng,
     rotated_offsets,
     unit,
     vmin3,
@@ -27,11 +28,13 @@ from isaaclab_arena.relations.kernels.tables import (
     KIND_NOT_NEXT_TO,
     KIND_ON,
     OI_ADJ0,
+    OI_CLUTTER,
     OI_ADJ1,
     OI_PROJ0,
     OI_PROJ1,
     OI_RANDOM,
     OI_RANK,
+    OI_SUPPORT,
     RF_W,
     CandidateState,
     SceneTables,
@@ -117,6 +120,25 @@ def can_move(T: SceneTables, S: CandidateState, b: int, k: int, a: int, directio
     if direction > 0.0:
         return x < S.ihi[b, k][a] - 1.0e-6
     return x > S.ilo[b, k][a] + 1.0e-6
+
+
+@wp.func
+def carrier(T: SceneTables, S: CandidateState, b: int, k: int, other: int, a: int, direction: float) -> int:
+    """The object that moves movable object k along axis a in ``direction``: k itself when its projection
+    interval lets it, else the first movable parent of its projected relations (other than ``other``)
+    that can (e.g. a NextTo subject pinned beside its parent is carried by that parent); -1 if none."""
+    if can_move(T, S, b, k, a, direction):
+        return k
+    if k >= T.n_mov:
+        return -1
+    oi = T.obj_i[k]
+    found = int(-1)
+    for q in range(oi[OI_PROJ0], oi[OI_PROJ1]):
+        p = T.rel_i[T.proj[q]][2]
+        if found < 0 and p >= 0 and p < T.n_mov and p != other:
+            if can_move(T, S, b, p, a, direction):
+                found = p
+    return found
 
 
 @wp.func
@@ -228,7 +250,7 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
                         best_any = o[a]
                         k_any = a
                         s_any = sa
-                    if o[a] < best_free and (can_move(T, S, b, i, a, sa) or can_move(T, S, b, j, a, -sa)):
+                    if o[a] < best_free and (carrier(T, S, b, i, j, a, sa) >= 0 or carrier(T, S, b, j, i, a, -sa) >= 0):
                         best_free = o[a]
                         k_free = a
                         s_free = sa
@@ -238,9 +260,16 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
                 kk = k_free
                 sg = s_free
             push = unit(kk) * (T.pair_w * sg)
-            S.g[b, i] = S.g[b, i] - push
+            # an object that cannot move that way itself passes the push to the parent that carries it
+            ci = carrier(T, S, b, i, j, kk, sg)
+            if ci < 0:
+                ci = i
+            S.g[b, ci] = S.g[b, ci] - push
             if j < T.n_mov:
-                S.g[b, j] = S.g[b, j] + push
+                cj = carrier(T, S, b, j, i, kk, -sg)
+                if cj < 0:
+                    cj = j
+                S.g[b, cj] = S.g[b, cj] + push
     for r in range(T.kind_start[KIND_NOT_NEXT_TO], T.kind_start[KIND_NOT_NEXT_TO + 1]):
         ri = T.rel_i[r]
         f = T.rel_f[r]
@@ -403,6 +432,68 @@ def clutter_miss(T: SceneTables, S: CandidateState, b: int, e: int, r: int) -> f
     clo, chi = obj_bounds(T, S, b, e, ri[1])
     plo, phi = obj_bounds(T, S, b, e, ri[2])
     return wp.max(clutter_footprint(clo, chi, plo, phi, f[0], f[3]), 0.0)
+
+
+@wp.func
+def kick(T: SceneTables, S: CandidateState, b: int, e: int, seed: int, draw: int) -> int:
+    """Restart of a stuck candidate (called at a late checkpoint whose checks still fail): one movable
+    object of the most overlapping no_overlap pair (at the check's zero clearance; else the subject of
+    the first NotNextTo the check rejects), or the movable parent that carries it (a NextTo subject
+    moves with its parent), is re-drawn uniformly on its initial-sampling support, as in initial
+    sampling (XY only; the caller re-projects and repairs). Returns 1 when an object was moved, 0 when
+    nothing is to move or the object is a ClutterOn release."""
+    best = float(0.0)
+    kb = int(-1)
+    for k in range(T.n_pairs):
+        ij = T.pair_i[k]
+        lo_i, hi_i = obj_bounds(T, S, b, e, ij[0])
+        lo_j, hi_j = obj_bounds(T, S, b, e, ij[1])
+        d = vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, 0.0))
+        if d > best:
+            best = d
+            kb = k
+    st = candidate_rng(seed, e, draw)
+    o = int(-1)
+    if kb >= 0:
+        ij = T.pair_i[kb]
+        o = ij[0]
+        if ij[1] < T.n_mov and wp.randf(st) < 0.5:
+            o = ij[1]
+    else:  # no overlap: the subject of a NotNextTo keep-out the check rejects
+        for r in range(T.kind_start[KIND_NOT_NEXT_TO], T.kind_start[KIND_NOT_NEXT_TO + 1]):
+            ri = T.rel_i[r]
+            f = T.rel_f[r]
+            clo, chi = obj_bounds(T, S, b, e, ri[1])
+            plo, phi = obj_bounds(T, S, b, e, ri[2])
+            depth, grad = not_next_to_raw(clo, chi, plo, phi, ri[3], f[0], f[2])
+            if o < 0 and depth - f[1] > 0.0:
+                o = ri[1]
+    if o < 0:
+        return 0
+    for depth in range(4):  # climb to the root of a chain of movable parents
+        oi = T.obj_i[o]
+        up = int(-1)
+        for q in range(oi[OI_PROJ0], oi[OI_PROJ1]):
+            pp = T.rel_i[T.proj[q]][2]
+            if up < 0 and pp >= 0 and pp < T.n_mov:
+                up = pp
+        if up >= 0:
+            o = up
+    if T.obj_i[o][OI_CLUTTER] >= 0:
+        return 0
+    slo, shi = obj_bounds(T, S, b, e, T.obj_i[o][OI_SUPPORT])
+    olo = S.olo[b, o]
+    ohi = S.ohi[b, o]
+    p = S.x[b, o]
+    for a in range(2):
+        lo_c = slo[a] + 0.5 * (ohi[a] - olo[a])
+        hi_c = shi[a] - 0.5 * (ohi[a] - olo[a])
+        cc = 0.5 * (lo_c + hi_c)
+        if lo_c < hi_c:
+            cc = wp.randf(st, lo_c, hi_c)
+        p[a] = cc - 0.5 * (olo[a] + ohi[a])
+    S.x[b, o] = p
+    return 1
 
 
 def solve_kernels(do_init: bool) -> tuple:

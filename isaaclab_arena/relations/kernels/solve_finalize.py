@@ -6,15 +6,19 @@ import warp as wp
 
 from isaaclab_arena.relations.kernels.evaluate import evaluate_candidate
 from isaaclab_arena.relations.kernels.geometry import candidate_rng, rotated_offsets, rpy_quat
-from isaaclab_arena.relations.kernels.solve import SolveSettings, face_to_update
+from isaaclab_arena.relations.kernels.solve import SolveSettings, face_to_update, project
 from isaaclab_arena.relations.kernels.tables import (
     KIND_FACE_TO,
     NUM_SLOTS,
+    OI_ORDER,
     OI_RANDOM,
     CandidateState,
     SceneTables,
     SolveOutputs,
 )
+
+
+FACE_ROUNDS = wp.constant(32)  # most heading / projection rounds after solving (FaceTo scenes)
 
 
 @wp.kernel(enable_backward=False)
@@ -34,7 +38,19 @@ def finalize_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids
     solved_loss = float(-1.0)
     if P.do_post != 0:
         if has_face:
-            face_to_update(T, S, b, e)
+            # final headings toward the solved targets, each followed by a projection with the refit
+            # bounds, until the projection no longer moves anything (then the headings are those of the
+            # final positions to within 1e-7 m of motion, and the bounds the checks see fit the supports)
+            for rnd in range(FACE_ROUNDS):
+                face_to_update(T, S, b, e)
+                moved = float(0.0)
+                for k in range(n):
+                    i = T.obj_i[k][OI_ORDER]
+                    x0 = S.x[b, i]
+                    project(T, S, b, e, i, 0)
+                    moved = wp.max(moved, wp.length(S.x[b, i] - x0))
+                if moved <= 1.0e-7:
+                    break
         for i in range(n):
             if T.obj_i[i][OI_RANDOM] != 0:
                 if solved_loss < 0.0:

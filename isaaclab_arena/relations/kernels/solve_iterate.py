@@ -4,8 +4,27 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.solve import HISTORY_EVERY, SolveSettings, face_to_update, penalties, project
-from isaaclab_arena.relations.kernels.tables import KIND_FACE_TO, OI_ORDER, CandidateState, SceneTables, SolveOutputs
+from isaaclab_arena.relations.kernels.solve import (
+    HISTORY_EVERY,
+    SolveSettings,
+    face_to_update,
+    kick,
+    penalties,
+    project,
+    repair_shift,
+)
+from isaaclab_arena.relations.kernels.tables import (
+    FLAG_MOVABLE_PARENT,
+    KIND_FACE_TO,
+    OI_FLAGS,
+    OI_ORDER,
+    CandidateState,
+    SceneTables,
+    SolveOutputs,
+)
+
+
+KICK_FROM_ITER = wp.constant(100)  # first checkpoint (iterations) where a stuck candidate is restarted
 
 
 @wp.kernel(enable_backward=False)
@@ -16,6 +35,8 @@ def iterate_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids:
     Exit tests, in order, each iteration: every penalised violation <= 0 at the solver's thresholds
     (clearance included); the penalty loss below ``P.conv_loss`` (convergence_threshold) AND every
     penalised violation <= 0 at the checks' thresholds; at a checkpoint, the checks' thresholds alone.
+    A checkpoint from KICK_FROM_ITER on whose checks still fail restarts the candidate (``kick``: one
+    object re-drawn from the candidate's seeded stream, everything re-projected, Adam moments reset).
     With ``P.history_slots`` > 0, slot k of ``O.history`` gets the positions after 10 k iterations."""
     b = wp.tid()
     n = T.n_mov
@@ -29,13 +50,37 @@ def iterate_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids:
     zero = wp.vec3(0.0)
     has_face = T.kind_start[KIND_FACE_TO + 1] > T.kind_start[KIND_FACE_TO]
     # ---- projected Adam, per-candidate early exit (RelationSolver)
+    # Each pass: FaceTo headings from the current positions (bounds refit), projection (skipped before
+    # the first step of a scene without FaceTo: the initial candidate is already projected), penalties
+    # and exit tests, then one Adam step. The projection has one call site, so that it inlines.
     it = int(0)
     cp = int(0)
     b1t = float(1.0)
     b2t = float(1.0)
-    while it < P.max_iters:
+    kicked = int(0)
+    while True:
         if has_face:
+            # FaceTo is re-evaluated during optimisation: the penalties, the exit tests and the
+            # projections see the bounds of the current headings
             face_to_update(T, S, b, e)
+        if it > 0 or has_face or kicked != 0:
+            for k in range(n):
+                i = T.obj_i[k][OI_ORDER]
+                # after a restart, as in initial sampling: a movable parent that the object's relation
+                # cannot be met beside (e.g. NextTo leaving the table) is shifted, then both re-projected
+                repair = kicked != 0 and (T.obj_i[i][OI_FLAGS] & FLAG_MOVABLE_PARENT) != 0
+                target = i
+                for pstep in range(3):
+                    project(T, S, b, e, target, 0)
+                    if pstep == 0:
+                        if not repair:
+                            break
+                        target = repair_shift(T, S, b, e, i)
+                        if target < 0:
+                            break
+                    else:
+                        target = i
+        kicked = 0
         for i in range(n):
             S.g[b, i] = zero
         vmax, ploss = penalties(T, S, b, e, 0, P.margin, 1)
@@ -43,19 +88,32 @@ def iterate_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids:
             if it % HISTORY_EVERY == 0:
                 for i in range(n):
                     O.history[b, it // HISTORY_EVERY, i] = S.x[b, i]
-        if vmax <= 0.0:
+        if vmax <= 0.0 or it >= P.max_iters:
             break
         # the checks' thresholds are tested when the penalty loss is below convergence_threshold (a low
         # loss alone never stops a candidate the checks would reject) and at each checkpoint
         check = ploss < P.conv_loss
+        at_cp = False
         if cp < P.n_checkpoints:
             if it >= P.checkpoints[cp]:
                 cp += 1
                 check = True
+                at_cp = True
         if check:
             vc, lc = penalties(T, S, b, e, 1, 0.0, 0)
             if vc <= 0.0:
                 break
+            # a candidate still failing at a late checkpoint is in a local minimum (e.g. a NextTo pair
+            # straddling a third object): restart the worst pair's object from a fresh draw
+            if at_cp and it >= KICK_FROM_ITER:
+                kicked = kick(T, S, b, e, P.seed ^ (0x68E31DA4 + 7919 * cp), int(draw_ids[b]))
+                if kicked != 0:
+                    b1t = float(1.0)
+                    b2t = float(1.0)
+                    for i in range(n):
+                        S.m[b, i] = zero
+                        S.v[b, i] = zero
+                    continue
         it += 1
         b1t = b1t * P.beta1
         b2t = b2t * P.beta2
@@ -69,11 +127,4 @@ def iterate_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids:
             step = wp.vec3(m[0] / (wp.sqrt(v[0]) + P.eps), m[1] / (wp.sqrt(v[1]) + P.eps),
                            m[2] / (wp.sqrt(v[2]) + P.eps))
             S.x[b, i] = S.x[b, i] - lr_t * step
-        for k in range(n):
-            project(T, S, b, e, T.obj_i[k][OI_ORDER], 0)
-
-    if P.history_slots > 0:  # the state at the cap (a stop on a multiple of 10 was written above)
-        if it % HISTORY_EVERY == 0:
-            for i in range(n):
-                O.history[b, it // HISTORY_EVERY, i] = S.x[b, i]
     O.iters[b] = it
