@@ -204,3 +204,72 @@ def test_spawned_members_must_match_the_solved_members():
 def test_num_envs_must_be_positive():
     with pytest.raises(ValueError, match="num_envs must be a positive integer"):
         PooledObjectPlacer(mug_bowl(), ObjectPlacerParams(), num_envs=0)
+
+
+# ---- device residency --------------------------------------------------------------------------------------
+_HOST_METHODS = ("cpu", "tolist", "item", "numpy", "__int__", "__float__", "__bool__")
+
+
+def _count_host_reads(monkeypatch) -> dict[str, int]:
+    """Counts calls of the tensor methods that read values back to Python (a host sync on a GPU)."""
+    counts = dict.fromkeys(_HOST_METHODS, 0)
+    for name in _HOST_METHODS:
+        orig = getattr(torch.Tensor, name)
+
+        def wrapper(self, *a, _orig=orig, _name=name, **kw):
+            counts[_name] += 1
+            return _orig(self, *a, **kw)
+
+        monkeypatch.setattr(torch.Tensor, name, wrapper)
+    return counts
+
+
+DEVICES = ["cpu", pytest.param("cuda:0", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU"))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pool_tensors_live_on_the_placer_device(device):
+    assets = mug_bowl()
+    pool = PooledObjectPlacer(assets, ObjectPlacerParams(min_unique_layouts_per_env=3, placement_seed=5), num_envs=4,
+                              device=device)
+    pool.diagnostics.verbose = False
+    pool.initialize()
+    dev = torch.device(device)
+    tensors = {k: v for k, v in vars(pool).items() if isinstance(v, torch.Tensor)}
+    assert {"poses", "slot_passed", "slot_checks", "slot_draw", "next_draw", "cursor", "remaining"} <= set(tensors)
+    wrong = {k: str(v.device) for k, v in tensors.items() if v.device.type != dev.type}
+    assert not wrong, f"pool tensors off the placer device {device}: {wrong}"
+    assert bool(_revalidate(pool, assets).all())
+    for ids in ([0, 2], torch.tensor([1, 3]), range(4)):  # lists, CPU tensors and ranges are accepted
+        assert pool.next_layouts(ids).device.type == dev.type
+    assert pool.current_slot_info["slots"].device.type == dev.type
+    assert pool.consumed.tolist() == [2, 2, 2, 2] and pool.remaining.tolist() == [1, 1, 1, 1]
+    src = pool.as_pose_source(["bowl"])
+    out = src.poses_for_reset(torch.arange(4, device=dev))
+    assert out.shape == (4, 1, 7) and out.device.type == dev.type
+    torch.testing.assert_close(out[:, 0], pool.current_poses[:, pool.object_names.index("bowl")])
+
+
+def test_a_reset_without_refill_reads_nothing_back_to_the_host(monkeypatch):
+    pool = make(mug_bowl())
+    src = pool.as_pose_source(["mug", "bowl"])
+    counts = _count_host_reads(monkeypatch)
+    out = src.poses_for_reset(torch.arange(4))
+    assert counts == dict.fromkeys(_HOST_METHODS, 0), f"host reads in a queued reset: {counts}"
+    monkeypatch.undo()
+    torch.testing.assert_close(out, pool.poses[:, 0][:, [pool.object_names.index("mug"),
+                                                         pool.object_names.index("bowl")]])
+
+
+def test_host_reads_of_a_fill_do_not_grow_with_the_env_count(monkeypatch):
+    per_fill = {}
+    for num_envs in (2, 6):
+        pool = make(mug_bowl(), num_envs=num_envs)
+        for _ in range(3):  # empty every partition
+            pool.next_layouts(torch.arange(num_envs))
+        counts = _count_host_reads(monkeypatch)
+        pool.next_layouts(torch.arange(num_envs))  # one refill of every env, in one batch
+        monkeypatch.undo()
+        assert pool.num_fills == 2 and len(pool.diagnostics.fills[-1].batches) == 1
+        per_fill[num_envs] = sum(counts.values())
+    assert per_fill[2] == per_fill[6], f"host reads per fill grow with the env count: {per_fill}"

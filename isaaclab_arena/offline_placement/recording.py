@@ -224,10 +224,13 @@ class SettledPlacementCollector:
         missing = [c for c in required if c not in names]
         n = int(env_ids.numel())
         e, slots = env_ids.cpu().long(), torch.as_tensor(info["slots"]).cpu().long()
-        checks = pool.slot_checks[e, slots] if names else torch.zeros(n, 0, dtype=torch.bool)
+        # the pool's slot tensors live on its device; recording's bookkeeping is on the host
+        dev = pool.slot_checks.device
+        checks = pool.slot_checks[e.to(dev), slots.to(dev)].cpu() if names else torch.zeros(n, 0, dtype=torch.bool)
         req_idx = torch.tensor([names.index(c) for c in required if c in names], dtype=torch.long)
         req_ok = checks.index_select(1, req_idx).all(dim=1) if req_idx.numel() else torch.ones(n, dtype=torch.bool)
-        return SolverVerdicts(names, required, missing, checks, req_ok & (not missing), pool.slot_draw[e, slots])
+        draws = pool.slot_draw[e.to(dev), slots.to(dev)].cpu()
+        return SolverVerdicts(names, required, missing, checks, req_ok & (not missing), draws)
 
     # -- one batch -------------------------------------------------------------------------------------------------
     def run_batch(self, batch_index: int) -> tuple[dict[str, torch.Tensor], list[dict], int]:

@@ -159,15 +159,26 @@ class PlacementDiagnostics:
         """Summarises one validated ``PlacementCandidateBatch`` (verdicts, evaluated masks, causes)."""
         n = int(batch.passed.shape[0])
         evaluated_masks = _evaluated_masks(batch)
-        checks, failed = {}, {}
-        for name, verdict in batch.check_results.items():
-            ev = evaluated_masks.get(name)
-            ev = torch.ones(n, dtype=torch.bool) if ev is None else ev.detach().cpu().to(torch.bool)
-            ok = verdict.detach().cpu().to(torch.bool)
-            checks[name] = {"passed": int((ok & ev).sum()), "evaluated": int(ev.sum())}
-            failed[name] = ~ok & ev
-        diag = BatchDiagnostics(fill.fill_index, len(fill.batches), n, int(batch.passed.sum()), checks,
-                                self._rejections(batch, env_ids, failed), sorted(set(env_ids.tolist())))
+        names = list(batch.check_results)
+        # verdicts and evaluated masks are stacked on the batch's device and copied to the host once
+        # (a device batch costs one transfer per batch, not two per check)
+        dev = batch.passed.device
+        ok = torch.stack([batch.check_results[c].detach().to(dev, torch.bool) for c in names]
+                         + [batch.passed.detach().to(dev, torch.bool)]).cpu()
+        ev = torch.ones(len(names), n, dtype=torch.bool, device=dev)
+        for i, c in enumerate(names):
+            if evaluated_masks.get(c) is not None:
+                ev[i] = evaluated_masks[c].detach().to(dev, torch.bool)
+        ev = ev.cpu()
+        num_passed = int(ok[-1].sum())
+        ok = ok[:-1]
+        passed_counts = (ok & ev).sum(1).tolist()
+        evaluated_counts = ev.sum(1).tolist()
+        checks = {c: {"passed": p, "evaluated": e} for c, p, e in zip(names, passed_counts, evaluated_counts)}
+        failed = {c: ~ok[i] & ev[i] for i, c in enumerate(names)}
+        env_ids = env_ids.cpu()
+        diag = BatchDiagnostics(fill.fill_index, len(fill.batches), n, num_passed, checks,
+                                self._rejections(batch, env_ids, failed), env_ids.unique().tolist())
         fill.batches.append(diag)
         if self.verbose:
             print("\n".join(diag.console_lines()), flush=True)

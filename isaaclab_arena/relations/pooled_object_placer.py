@@ -14,6 +14,12 @@ solve batches (at most ``max_placement_attempts``).
   draw ids advance only with its own fills, so batch size, env count and partial resets of other envs never
   change which layouts an env gets.
 
+Device residency: every pool tensor (poses, slot flags, cursors, counters, draw ids) lives on the placer's
+``device``; ranking, storage and draws are batched torch there. Host syncs remain only where Python needs a
+value: the loop condition of the solve batches (one ``nonzero`` per batch), the fill's diagnostics summary and
+error messages, and one per reset to find the envs whose partition is empty (the refill decision).
+A queued reset otherwise reads nothing back; the caller gets the poses on ``device``.
+
 Poses are env-local (metres, xyzw). Imports no simulator.
 """
 
@@ -44,7 +50,7 @@ class PooledObjectPlacer:
         assets: Anchors and relation-placed assets (``IsaacLabArenaEnvironment.get_placement_assets()``).
         params: Placer settings (pool size, seed, fallbacks, resolve_on_reset, checks).
         num_envs: Number of envs (partitions).
-        device: Torch device of the pool tensors.
+        device: Torch device of the pool tensors (``"cpu"``, ``"cuda:0"``); the solver runs there too.
         output_dir: Diagnostics JSON goes here (None: console only).
         member_indices: ``{RigidObjectSet name: [member per env]}`` chosen by the builder (informational; the
             placer sizes candidates with ``RigidObjectSet.member_indices_per_env`` - the same definition).
@@ -77,22 +83,22 @@ class PooledObjectPlacer:
         self.layouts_per_env = self.params.min_unique_layouts_per_env
         self.object_names: list[str] | None = None
         self.check_names: list[str] = []
-        L, E = self.layouts_per_env, num_envs
-        self.next_draw = torch.zeros(E, dtype=torch.long)
-        self.cursor = torch.zeros(E, dtype=torch.long)      # next slot to hand out
-        self.remaining = torch.zeros(E, dtype=torch.long)   # queued layouts left in each partition
+        L, E, dev = self.layouts_per_env, num_envs, self.device
+        self.next_draw = torch.zeros(E, dtype=torch.long, device=dev)
+        self.cursor = torch.zeros(E, dtype=torch.long, device=dev)      # next slot to hand out
+        self.remaining = torch.zeros(E, dtype=torch.long, device=dev)   # queued layouts left in each partition
         self.poses: torch.Tensor | None = None              # (E, L, n, 7)
-        self.slot_passed = torch.zeros(E, L, dtype=torch.bool)
-        self.slot_fallback = torch.zeros(E, L, dtype=torch.bool)
-        self.slot_loss = torch.zeros(E, L)
-        self.slot_draw = torch.zeros(E, L, dtype=torch.long)
+        self.slot_passed = torch.zeros(E, L, dtype=torch.bool, device=dev)
+        self.slot_fallback = torch.zeros(E, L, dtype=torch.bool, device=dev)
+        self.slot_loss = torch.zeros(E, L, device=dev)
+        self.slot_draw = torch.zeros(E, L, dtype=torch.long, device=dev)
         self.slot_checks: torch.Tensor | None = None        # (E, L, C) bool
         self.creation_poses: torch.Tensor | None = None     # (E, n, 7): the layout assigned at creation
         self.current_poses: torch.Tensor | None = None      # (E, n, 7): the layout each env got last
         self.current_slot_info: dict[str, torch.Tensor] = {}
         self.current_passed: torch.Tensor | None = None     # (E,): the layout each env got passed every required check
         self.current_checks: torch.Tensor | None = None     # (E, C): its check verdicts
-        self.consumed = torch.zeros(E, dtype=torch.long)    # layouts handed out per env
+        self.consumed = torch.zeros(E, dtype=torch.long, device=dev)    # layouts handed out per env
         self.fallback_envs: set[int] = set()
         self.num_fills = 0
 
@@ -107,6 +113,10 @@ class PooledObjectPlacer:
         req = self.params.required_checks
         return list(self.check_names) if req is None else [c for c in req if c in self.check_names]
 
+    def _ids(self, env_ids) -> torch.Tensor:
+        """``env_ids`` (tensor on any device, list or range) as int64 on the pool device."""
+        return torch.as_tensor(env_ids, dtype=torch.long).to(self.device)
+
     def _place(self, env_ids: torch.Tensor, draw_ids: torch.Tensor):
         return self.placer.place_batch(self.assets, env_ids, draw_ids, num_envs=self.num_envs, device=str(self.device))
 
@@ -114,29 +124,30 @@ class PooledObjectPlacer:
         self.object_names = list(batch.object_names)
         self.check_names = list(batch.check_results.keys())
         E, L, n = self.num_envs, self.layouts_per_env, len(self.object_names)
-        self.poses = torch.zeros(E, L, n, 7)
-        self.slot_checks = torch.zeros(E, L, len(self.check_names), dtype=torch.bool)
+        self.poses = torch.zeros(E, L, n, 7, device=self.device)
+        self.slot_checks = torch.zeros(E, L, len(self.check_names), dtype=torch.bool, device=self.device)
 
     def fill(self, envs: torch.Tensor, reason: str) -> None:
         """Fills the partitions of ``envs`` (assumed empty) with ``layouts_per_env`` ranked layouts each."""
-        envs = torch.as_tensor(envs, dtype=torch.long).cpu().unique()
+        envs = self._ids(envs).unique()
         if envs.numel() == 0:
             return
-        L, E = self.layouts_per_env, self.num_envs
+        L, E, dev = self.layouts_per_env, self.num_envs, self.device
         fill = self.diagnostics.begin_fill(reason, envs.tolist(), L)
-        filled = torch.zeros(E, dtype=torch.long)
-        need = torch.zeros(E, dtype=torch.bool)
+        filled = torch.zeros(E, dtype=torch.long, device=dev)
+        need = torch.zeros(E, dtype=torch.bool, device=dev)
         need[envs] = True
+        slot_offsets = torch.arange(L, device=dev)
         last = None
         max_batches = self.params.max_placement_attempts
         for b in range(max_batches):
-            active = (need & (filled < L)).nonzero().flatten()
+            active = (need & (filled < L)).nonzero().flatten()  # host sync: the loop condition
             if active.numel() == 0:
                 break
             env_ids = active.repeat_interleave(L)
-            draw_ids = (self.next_draw[active].unsqueeze(1) + torch.arange(L)).flatten()
+            draw_ids = (self.next_draw[active].unsqueeze(1) + slot_offsets).flatten()
             self.next_draw[active] += L
-            batch = self._place(env_ids.to(self.device), draw_ids.to(self.device))
+            batch = self._place(env_ids, draw_ids)
             if self.poses is None:
                 self._allocate(batch)
             self.diagnostics.record_batch(fill, batch, env_ids, self._required())
@@ -148,7 +159,7 @@ class PooledObjectPlacer:
             missing = (L - filled)[env_sorted]
             take = passed & (rank < missing)
             self._store(env_sorted[take], (filled[env_sorted] + rank)[take], order[take], batch, ranked, fallback=False)
-            filled.index_add_(0, env_sorted[take], torch.ones(int(take.sum()), dtype=torch.long))
+            filled.index_add_(0, env_sorted, take.to(torch.long))
             last = (batch, env_ids, order, ranked, env_sorted)
         short = (need & (filled < L)).nonzero().flatten()
         fallback_slots = 0
@@ -162,7 +173,7 @@ class PooledObjectPlacer:
             missing = (L - filled)[env_sorted]
             take = failing & (rank < missing)
             self._store(env_sorted[take], (filled[env_sorted] + rank)[take], order[take], batch, ranked, fallback=True)
-            filled.index_add_(0, env_sorted[take], torch.ones(int(take.sum()), dtype=torch.long))
+            filled.index_add_(0, env_sorted, take.to(torch.long))
             fallback_slots = int(take.sum())
             self.fallback_envs.update(short.tolist())
         self.cursor[envs] = 0
@@ -171,30 +182,32 @@ class PooledObjectPlacer:
         self.diagnostics.end_fill(fill, short.tolist(), fallback_slots, filled[envs].tolist())
 
     def _rank(self, batch, env_ids: torch.Tensor):
-        """Sort order over candidates by (env, required failures, optional failures, loss), all ascending."""
-        cpu = lambda t: t.detach().to("cpu")  # noqa: E731
-        loss = cpu(batch.loss).float()
-        req = cpu(batch.required_failures).long()
-        opt = cpu(batch.optional_failures).long()
+        """Sort order over candidates by (env, required failures, optional failures, loss), all ascending
+        (stable argsorts on the pool device)."""
+        dev = lambda t: t.detach().to(self.device)  # noqa: E731
+        loss = dev(batch.loss).float()
+        req = dev(batch.required_failures).long()
+        opt = dev(batch.optional_failures).long()
         order = torch.argsort(loss, stable=True)
         order = order[torch.argsort(opt[order], stable=True)]
         order = order[torch.argsort(req[order], stable=True)]
         order = order[torch.argsort(env_ids[order], stable=True)]
-        passed = cpu(batch.passed).to(torch.bool)[order]
+        passed = dev(batch.passed).to(torch.bool)[order]
         return order, {"passed": passed, "loss": loss}
 
     def _store(self, envs, slots, cand, batch, ranked, fallback: bool) -> None:
         if envs.numel() == 0:
             return
-        pos = batch.positions.detach().to("cpu").float()[cand]
-        rot = batch.rotations.detach().to("cpu").float()[cand]
+        dev = lambda t: t.detach().to(self.device)  # noqa: E731
+        pos = dev(batch.positions).float()[cand]
+        rot = dev(batch.rotations).float()[cand]
         self.poses[envs, slots] = torch.cat([pos, rot], dim=-1)
-        self.slot_passed[envs, slots] = batch.passed.detach().to("cpu").to(torch.bool)[cand]
+        self.slot_passed[envs, slots] = dev(batch.passed).to(torch.bool)[cand]
         self.slot_fallback[envs, slots] = fallback
         self.slot_loss[envs, slots] = ranked["loss"][cand]
         self.slot_draw[envs, slots] = ranked["draw"][cand]
         if self.check_names:
-            checks = torch.stack([batch.check_results[c].detach().to("cpu").to(torch.bool) for c in self.check_names], -1)
+            checks = torch.stack([dev(batch.check_results[c]).to(torch.bool) for c in self.check_names], -1)
             self.slot_checks[envs, slots] = checks[cand]
 
     def _failure_message(self, short, filled, envs, last, max_batches, fill) -> str:
@@ -202,9 +215,11 @@ class PooledObjectPlacer:
         parts = []
         if last is not None:
             batch, env_ids, _, _, _ = last
+            env_ids = env_ids.cpu()  # error path: host copies are fine here
             for e in short.tolist()[:8]:
                 sel = env_ids == e
-                failed = [c for c, v in batch.check_results.items() if bool((~v.detach().cpu().to(torch.bool))[sel].any())]
+                failed = [c for c, v in batch.check_results.items()
+                          if bool((~v.detach().cpu().to(torch.bool))[sel].any())]
                 parts.append(f"env {e}: failed {', '.join(failed) or 'no check (not enough candidates)'}")
         msg = (f"Placement pool could not fill {L} layouts per env after {max_batches} solve batches. "
                f"Available per env: {filled[envs].tolist()}. allow_best_loss_fallbacks=False, so placement fails; "
@@ -239,14 +254,14 @@ class PooledObjectPlacer:
                                  f"{self.placement_seed}); spawn with member_indices_per_env(num_envs, "
                                  "pool.placement_seed)")
         self.member_indices = {**solved, **self.member_indices}
-        self.fill(torch.arange(self.num_envs), "creation")
+        self.fill(torch.arange(self.num_envs, device=self.device), "creation")
         self.creation_poses = self.poses[:, 0].clone()
         self.current_poses = self.creation_poses.clone()
         self.current_passed = self.slot_passed[:, 0].clone()
         self.current_checks = self.slot_checks[:, 0].clone()
 
     def peek(self, env_ids: torch.Tensor) -> torch.Tensor:
-        ids = torch.as_tensor(env_ids, dtype=torch.long).cpu()
+        ids = self._ids(env_ids)
         if not self.params.resolve_on_reset:
             return self.creation_poses[ids]
         return self.poses[ids, self.cursor[ids].clamp(max=self.layouts_per_env - 1)]
@@ -254,9 +269,10 @@ class PooledObjectPlacer:
     def next_layouts(self, env_ids: torch.Tensor) -> torch.Tensor:
         """Takes the next queued layout of each env in ``env_ids`` (refilling empty partitions first).
 
-        Returns ``(len(env_ids), n, 7)`` env-local poses. Only the listed envs consume layouts.
+        Returns ``(len(env_ids), n, 7)`` env-local poses on the pool device. Only the listed envs consume
+        layouts. One host sync per call (which partitions are empty); a refill adds its fill's syncs.
         """
-        ids = torch.as_tensor(env_ids, dtype=torch.long).cpu()
+        ids = self._ids(env_ids)
         if not self.params.resolve_on_reset:
             out = self.creation_poses[ids]
             self.current_poses[ids] = out
@@ -293,7 +309,7 @@ class PooledPoseSource:
             raise ValueError(f"pooled placement has no layouts for {missing}; placed objects: {pool.object_names}")
         self.pool = pool
         self.object_names = list(names)
-        self._index = torch.tensor([pool.object_names.index(n) for n in names], dtype=torch.long)
+        self._index = torch.tensor([pool.object_names.index(n) for n in names], dtype=torch.long, device=pool.device)
 
     def poses_for_reset(self, env_ids: torch.Tensor) -> torch.Tensor:
         return self.pool.next_layouts(env_ids)[:, self._index].to(env_ids.device)
