@@ -132,9 +132,8 @@ class Relation(RelationBase):
     """A relation between the subject (the asset it is added to) and a parent (reference) asset."""
 
     def __init__(self, parent: "PlaceableAsset", relation_loss_weight: float = 1.0):
-        from isaaclab_arena.assets.asset import PlaceableAsset
-
-        if not isinstance(parent, PlaceableAsset):
+        # duck-typed: the relations module does not import the asset model (assets import relations)
+        if not all(hasattr(parent, a) for a in ("name", "add_relation", "get_bounding_box")):
             raise TypeError(f"{type(self).__name__}: parent must be a placeable asset, got {parent!r}")
         self._parent = parent
         self.relation_loss_weight = _number(relation_loss_weight, type(self).__name__, "relation_loss_weight", minimum=0.0)
