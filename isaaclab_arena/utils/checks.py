@@ -1,0 +1,105 @@
+"""One validation helper for configs and parameters (assets, relations, params).
+
+Every check takes the value, the ``owner`` (what the value belongs to, as the user would name it: ``"asset
+'mug'"``, ``"On"``, ``"RelationSolverParams"``) and the ``field`` name, and returns the accepted value
+(numbers as ``float``, enums as members, vectors as tuples). Anything else raises ``ValueError`` with one
+line: ``"<owner>: <field> must be ..., got <value>"`` saying what would be accepted (``instance_of`` raises
+``TypeError`` instead). No units are assumed:
+the caller's field names carry them (``clearance_m``, ``yaw_rad``).
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from typing import Any, TypeVar
+
+E = TypeVar("E", bound=Enum)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def number(value: Any, owner: str, field: str, *, optional: bool = False, minimum: float | None = None,
+           maximum: float | None = None, strict_minimum: bool = False, strict_maximum: bool = False) -> float | None:
+    """A finite number (bools refused) within the given bounds; None passes when ``optional``."""
+    if value is None and optional:
+        return None
+    if not _is_number(value):
+        raise ValueError(f"{owner}: {field} must be a number{' or None' if optional else ''}, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{owner}: {field} must be finite, got {value!r}")
+    if minimum is not None and (value <= minimum if strict_minimum else value < minimum):
+        raise ValueError(f"{owner}: {field} must be {'>' if strict_minimum else '>='} {minimum:g}, got {value:g}")
+    if maximum is not None and (value >= maximum if strict_maximum else value > maximum):
+        raise ValueError(f"{owner}: {field} must be {'<' if strict_maximum else '<='} {maximum:g}, got {value:g}")
+    return value
+
+
+def positive(value: Any, owner: str, field: str, *, optional: bool = False) -> float | None:
+    """A finite number > 0; None passes when ``optional``."""
+    return number(value, owner, field, optional=optional, minimum=0.0, strict_minimum=True)
+
+
+def integer(value: Any, owner: str, field: str, *, optional: bool = False, minimum: int | None = None) -> int | None:
+    """An ``int`` (bools and floats refused) >= ``minimum``; None passes when ``optional``."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{owner}: {field} must be an integer{' or None' if optional else ''}, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{owner}: {field} must be an integer >= {minimum}, got {value}")
+    return int(value)
+
+
+def flag(value: Any, owner: str, field: str) -> bool:
+    """Exactly ``True`` or ``False`` (1, 0 and strings refused)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{owner}: {field} must be true or false, got {value!r}")
+    return value
+
+
+def enum_member(enum_cls: type[E], value: Any, owner: str, field: str, *, optional: bool = False) -> E | None:
+    """A member of ``enum_cls``, or its value as a string in any case (``"BBOX"`` -> ``CollisionMode.BBOX``)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, enum_cls):
+        return value
+    if isinstance(value, str):
+        for member in enum_cls:
+            if str(member.value).lower() == value.lower():
+                return member
+    accepted = ", ".join(repr(m.value) for m in enum_cls)
+    raise ValueError(f"{owner}: {field}={value!r} is not a valid {enum_cls.__name__}; accepted: {accepted}")
+
+
+def vector(value: Any, owner: str, field: str, length: int, *, minimum: float | None = None,
+           maximum: float | None = None, strict_minimum: bool = False) -> tuple[float, ...]:
+    """A list or tuple of ``length`` finite numbers, each within the bounds (element errors name ``field[i]``)."""
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__") or len(value) != length:
+        raise ValueError(f"{owner}: {field} must be a list of {length} numbers, got {value!r}")
+    return tuple(number(v, owner, f"{field}[{i}]", minimum=minimum, maximum=maximum, strict_minimum=strict_minimum)
+                 for i, v in enumerate(value))
+
+
+def identifier(value: Any, owner: str, field: str) -> str:
+    """A non-empty name of letters, digits and ``_`` (scene keys, registry names)."""
+    if not isinstance(value, str) or not value or not value.replace("_", "a").isalnum():
+        raise ValueError(f"{owner}: {field} must be a non-empty identifier (letters, digits, _), got {value!r}")
+    return value
+
+
+def instance_of(value: Any, cls: type | tuple[type, ...], owner: str, field: str, what: str, *,
+                optional: bool = False) -> Any:
+    """``value`` when it is an instance of ``cls`` (``what`` says it in words); None passes when ``optional``.
+
+    The one check that raises ``TypeError``: it guards Python API objects (a ``Pose``, an asset), which YAML
+    never produces.
+    """
+    if value is None and optional:
+        return None
+    if not isinstance(value, cls):
+        raise TypeError(f"{owner}: {field} must be {what}{' or None' if optional else ''}, got {value!r}")
+    return value
