@@ -13,7 +13,7 @@ from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.object_reference import ObjectReference
 from isaaclab_arena.assets.object_set import RigidObjectSet
 from isaaclab_arena.assets.object_type import ObjectType
-from isaaclab_arena.assets.registry import (
+from isaaclab_arena.adapters.asset_registry import (
     build_registered_asset,
     get_registered_asset,
     list_registered_assets,

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+import isaaclab_arena.adapters  # noqa: F401  (installs the USD geometry reader; see test_core_boundary.py without it)
 from isaaclab_arena.assets.asset import Background
 from isaaclab_arena.assets.object_reference import ObjectReference
 from isaaclab_arena.assets.object_type import ObjectType

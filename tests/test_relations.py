@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from isaaclab_arena.assets.registry import build_registered_asset
+from isaaclab_arena.adapters.asset_registry import build_registered_asset
 from isaaclab_arena.relations.relations import (
     RELATION_KIND_ALIASES,
     RELATION_KINDS,

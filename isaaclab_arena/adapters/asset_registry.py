@@ -1,18 +1,19 @@
-"""The asset registry: registry names (YAML ``registry_name``) -> asset factories.
+"""The asset registry: registry names (YAML ``registry_name``) -> asset factories (adapter layer).
 
 A factory builds one scene asset: ``factory(instance_name: str, **params) -> Object | Background``.
 Register one with the decorator::
 
-    from isaaclab_arena.assets.registry import register_asset
+    from isaaclab_arena.adapters.asset_registry import register_asset
 
     @register_asset("mug")
     def make_mug(instance_name: str, initial_pose=None, collision_mode=None):
         return Object(instance_name, UsdFileCfg(...), ...)
 
 Lookups (``get_registered_asset``, ``list_registered_assets``, ``build_registered_asset``) first load the
-built-in procedural entries (``isaaclab_arena.assets.procedural``: ``box``, ``cylinder``, ``sphere``,
-``usd_file``, ``static_box``) and, once, the example assets in ``isaaclab_arena_environments.assets``
-when that module exists.
+built-in procedural entries (``isaaclab_arena.adapters.procedural``: ``box``, ``cylinder``, ``sphere``,
+``usd_file``, ``static_box``, ``usd_background``) and, once, the example assets in
+``isaaclab_arena_environments.assets`` when that module exists. It lives in the adapter layer because both
+build Isaac Lab spawner configs; importing it installs the USD geometry reader (``isaaclab_arena.adapters``).
 """
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ import importlib.util
 import inspect
 from typing import Any, Callable
 
+from isaaclab_arena.assets.asset import Object
+from isaaclab_arena.utils import checks
+
 AssetFactory = Callable[..., Any]
 
 _REGISTRY: dict[str, AssetFactory] = {}
 _LOADED_MODULES: set[str] = set()
 #: Modules imported on the first lookup: the built-in entries, then the example assets (if present).
-_ENTRY_MODULES = ("isaaclab_arena.assets.procedural", "isaaclab_arena_environments.assets")
+_ENTRY_MODULES = ("isaaclab_arena.adapters.procedural", "isaaclab_arena_environments.assets")
 
 
 class UnknownAssetError(KeyError):
@@ -49,9 +53,7 @@ def register_asset(registry_name: str) -> Callable[[AssetFactory], AssetFactory]
     Re-registering the same module-level function (a module imported twice) is allowed; registering a
     different factory under a name already taken raises ``ValueError`` naming both.
     """
-    if not isinstance(registry_name, str) or not registry_name or not registry_name.replace("_", "a").isalnum():
-        raise ValueError(f"register_asset: registry_name must be a non-empty identifier (letters, digits, _), "
-                         f"got {registry_name!r}")
+    checks.identifier(registry_name, "register_asset", "registry_name")
 
     def decorator(factory: AssetFactory) -> AssetFactory:
         if not callable(factory):
@@ -134,8 +136,6 @@ def build_registered_asset(registry_name: str, instance_name: str, params: dict 
     returned asset keeps ``registry_name`` and ``registry_params`` (a copy of ``params``) so that a spec
     can be written back out.
     """
-    from isaaclab_arena.assets.asset import Object
-
     factory = get_registered_asset(registry_name)
     params = dict(params or {})
     accepted = accepted_params(factory)

@@ -12,154 +12,143 @@ Entries (YAML ``registry_name``); lengths in metres, masses in kilograms, colour
   references. ``usd_path`` (required); no ``scale``, so prims read from the file keep their authored size.
 
 Every entry also takes ``initial_pose: {position_xyz: [x, y, z], rotation_xyzw: [x, y, z, w]}`` (env-local
-world frame; rotation defaults to identity) and ``collision_mode: bbox | mesh``. Rigid entries use
-``UsdPhysicsRigidBodyCfg``, ``MassCfg`` and ``UsdPhysicsCollisionCfg``; bounds come from the spawner's own
-geometry (``spawn_bounds.py``), never typed in. Unknown or mistyped parameters raise ``ValueError`` naming
-the asset and the accepted parameters.
+world frame; rotation defaults to identity) and ``collision_mode: bbox | mesh``. Each entry's parameters are
+a frozen dataclass (``BoxParams``, ...) whose fields name their check (``isaaclab_arena.utils.checks``).
+Rigid entries use ``UsdPhysicsRigidBodyCfg``, ``MassCfg`` and ``UsdPhysicsCollisionCfg``; bounds come from
+the spawner's own geometry, never typed in. Unknown or mistyped parameters raise ``ValueError`` naming the
+asset and the accepted parameters.
 """
 
 from __future__ import annotations
 
-import enum
-import math
+import dataclasses
 import os
+from dataclasses import MISSING, dataclass, field
 from typing import Any, Callable
 
+import isaaclab.sim as sim_utils
+
+from isaaclab_arena.adapters.asset_registry import register_asset
 from isaaclab_arena.assets.asset import Background, Object
-from isaaclab_arena.assets.collision_mode import CollisionMode
-from isaaclab_arena.assets.registry import register_asset
-from isaaclab_arena.utils.pose import Pose
+from isaaclab_arena.assets.collision_mode import CollisionMode, parse_collision_mode
+from isaaclab_arena.utils import checks
+from isaaclab_arena.utils.plain_data import plain
+from isaaclab_arena.utils.pose import Pose, parse_pose
 
-_REQUIRED = object()
-_DEFAULT_COLOR = (0.6, 0.6, 0.6)
-
-
-def plain(value: Any) -> Any:
-    """``value`` as plain YAML data: tuples -> lists, enums -> their values, Poses -> dicts."""
-    if isinstance(value, Pose):
-        return value.to_dict()
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
+DEFAULT_COLOR = (0.6, 0.6, 0.6)
 
 
-# -- parameter parsers: (value, where, name) -> parsed value; ``where`` names the asset --------------------
-def _finite(value, where: str, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{where}: {name} must be a number, got {value!r}")
-    if not math.isfinite(float(value)):
-        raise ValueError(f"{where}: {name} must be finite, got {value!r}")
-    return float(value)
+def _param(check: Callable[[Any, str, str], Any], default: Any = MISSING):
+    """A dataclass field parsed by ``check(value, owner, field)``; no default means required."""
+    return field(default=default, metadata={"check": check})
 
 
-def _positive(value, where: str, name: str) -> float:
-    v = _finite(value, where, name)
-    if v <= 0.0:
-        raise ValueError(f"{where}: {name} must be > 0, got {v:g}")
-    return v
+def _size(value, owner: str, name: str) -> tuple[float, ...]:
+    return checks.vector(value, owner, name, 3, minimum=0.0, strict_minimum=True)
 
 
-def _optional_positive(value, where: str, name: str) -> float | None:
-    return None if value is None else _positive(value, where, name)
-
-
-def _vector(value, where: str, name: str, n: int, parse: Callable = _finite) -> tuple[float, ...]:
-    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__") or len(value) != n:
-        raise ValueError(f"{where}: {name} must be a list of {n} numbers, got {value!r}")
-    return tuple(parse(v, where, f"{name}[{i}]") for i, v in enumerate(value))
-
-
-def _size(value, where: str, name: str) -> tuple[float, float, float]:
-    return _vector(value, where, name, 3, _positive)
-
-
-def _scale(value, where: str, name: str) -> tuple[float, float, float]:
+def _scale(value, owner: str, name: str) -> tuple[float, ...]:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        s = _positive(value, where, name)
-        return (s, s, s)
-    return _vector(value, where, name, 3, _positive)
+        return (checks.positive(value, owner, name),) * 3
+    return checks.vector(value, owner, name, 3, minimum=0.0, strict_minimum=True)
 
 
-def _color(value, where: str, name: str) -> tuple[float, float, float]:
-    rgb = _vector(value, where, name, 3)
-    if any(c < 0.0 or c > 1.0 for c in rgb):
-        raise ValueError(f"{where}: {name} must be RGB values in [0, 1], got {list(rgb)!r}")
-    return rgb
+def _color(value, owner: str, name: str) -> tuple[float, ...]:
+    return checks.vector(value, owner, name, 3, minimum=0.0, maximum=1.0)
 
 
-def parse_pose(value, where: str, name: str = "initial_pose") -> Pose | None:
-    """``{position_xyz: [..], rotation_xyzw: [..]}`` (rotation optional, identity) or a ``Pose``; None passes."""
-    if value is None or isinstance(value, Pose):
-        return value
-    if not isinstance(value, dict):
-        raise ValueError(f"{where}: {name} must be a mapping {{position_xyz: [x, y, z], rotation_xyzw: [x, y, z, w]}}, "
-                         f"got {value!r}")
-    unknown = [k for k in value if k not in ("position_xyz", "rotation_xyzw")]
-    if unknown:
-        raise ValueError(f"{where}: {name} has unknown key {unknown[0]!r}; accepted keys: position_xyz, rotation_xyzw")
-    if "position_xyz" not in value:
-        raise ValueError(f"{where}: {name} needs position_xyz: [x, y, z] (metres); rotation_xyzw is optional")
-    pos = _vector(value["position_xyz"], where, f"{name}.position_xyz", 3)
-    rot = _vector(value.get("rotation_xyzw", (0.0, 0.0, 0.0, 1.0)), where, f"{name}.rotation_xyzw", 4)
-    try:
-        return Pose(pos, rot)
-    except ValueError as err:
-        raise ValueError(f"{where}: {name}: {err}") from None
+def _optional_positive(value, owner: str, name: str) -> float | None:
+    return checks.positive(value, owner, name, optional=True)
 
 
-def parse_collision_mode(value, where: str, name: str = "collision_mode") -> CollisionMode | None:
-    if value is None or isinstance(value, CollisionMode):
-        return value
-    if isinstance(value, str):
-        try:
-            return CollisionMode(value.lower())
-        except ValueError:
-            pass
-    raise ValueError(f"{where}: {name}={value!r} is not accepted; use one of 'bbox', 'mesh'")
-
-
-def _usd_path(value, where: str, name: str) -> str:
+def _usd_path(value, owner: str, name: str) -> str:
     if not isinstance(value, str) or not value:
-        raise ValueError(f"{where}: {name} must be a path to a USD file, got {value!r}")
+        raise ValueError(f"{owner}: {name} must be a path to a USD file, got {value!r}")
     path = os.path.abspath(os.path.expanduser(value))
     if not os.path.isfile(path):
-        raise ValueError(f"{where}: {name} '{value}' does not exist (relative paths are taken from the working "
+        raise ValueError(f"{owner}: {name} '{value}' does not exist (relative paths are taken from the working "
                          f"directory {os.getcwd()})")
     return path
 
 
-_COMMON = {"initial_pose": (None, parse_pose), "collision_mode": (None, parse_collision_mode)}
+@dataclass(frozen=True)
+class CommonParams:
+    """Parameters every entry accepts: env-local pose (metres, xyzw) and no-overlap geometry."""
+
+    initial_pose: Pose | None = _param(parse_pose, None)
+    collision_mode: CollisionMode | None = _param(parse_collision_mode, None)
 
 
-def parse_params(instance_name: str, registry_name: str, params: dict, schema: dict) -> dict:
-    """Checks ``params`` against ``schema`` (name -> (default or _REQUIRED, parser)) plus the common params."""
-    schema = {**schema, **_COMMON}
-    where = f"asset '{instance_name}' (registry_name '{registry_name}')"
-    unknown = [k for k in params if k not in schema]
+@dataclass(frozen=True, kw_only=True)
+class BoxParams(CommonParams):
+    size: tuple[float, float, float] = _param(_size)
+    mass_kg: float = _param(checks.positive, 0.2)
+    color: tuple[float, float, float] = _param(_color, DEFAULT_COLOR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CylinderParams(CommonParams):
+    radius: float = _param(checks.positive)
+    height: float = _param(checks.positive)
+    mass_kg: float = _param(checks.positive, 0.2)
+    color: tuple[float, float, float] = _param(_color, DEFAULT_COLOR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SphereParams(CommonParams):
+    radius: float = _param(checks.positive)
+    mass_kg: float = _param(checks.positive, 0.2)
+    color: tuple[float, float, float] = _param(_color, DEFAULT_COLOR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsdFileParams(CommonParams):
+    usd_path: str = _param(_usd_path)
+    scale: tuple[float, float, float] = _param(_scale, (1.0, 1.0, 1.0))
+    mass_kg: float | None = _param(_optional_positive, None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StaticBoxParams(CommonParams):
+    size: tuple[float, float, float] = _param(_size)
+    color: tuple[float, float, float] = _param(_color, DEFAULT_COLOR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsdBackgroundParams(CommonParams):
+    usd_path: str = _param(_usd_path)
+
+
+def accepted_names(params_cls: type) -> list[str]:
+    """The entry's own parameters, then the common ones (the order error messages list them in)."""
+    common = [f.name for f in dataclasses.fields(CommonParams)]
+    return [f.name for f in dataclasses.fields(params_cls) if f.name not in common] + common
+
+
+def parse_params(params_cls: type, instance_name: str, registry_name: str, params: dict):
+    """``params`` (YAML data) checked field by field into a ``params_cls`` instance; errors name the asset."""
+    owner = f"asset '{instance_name}' (registry_name '{registry_name}')"
+    accepted = accepted_names(params_cls)
+    unknown = [k for k in params if k not in accepted]
     if unknown:
-        raise ValueError(f"{where}: unknown parameter {unknown[0]!r}; accepted parameters: {', '.join(schema)}")
-    out = {}
-    for name, (default, parser) in schema.items():
+        raise ValueError(f"{owner}: unknown parameter {unknown[0]!r}; accepted parameters: {', '.join(accepted)}")
+    by_name = {f.name: f for f in dataclasses.fields(params_cls)}
+    values = {}
+    for name in accepted:
+        f = by_name[name]
         if name in params:
-            out[name] = parser(params[name], where, name)
-        elif default is _REQUIRED:
-            raise ValueError(f"{where}: missing required parameter {name!r}; accepted parameters: {', '.join(schema)}")
-        else:
-            out[name] = default
-    return out
+            values[name] = f.metadata["check"](params[name], owner, name)
+        elif f.default is MISSING:
+            raise ValueError(f"{owner}: missing required parameter {name!r}; accepted parameters: {', '.join(accepted)}")
+    return params_cls(**values)
 
 
-def _entry(registry_name: str, schema: dict):
-    """Registers ``build(instance_name, values) -> asset`` as a factory that validates its params first."""
+def _entry(registry_name: str, params_cls: type):
+    """Registers ``build(instance_name, params) -> asset`` as a factory that checks its params first."""
 
     def wrap(build):
         def factory(instance_name: str, **params):
-            values = parse_params(instance_name, registry_name, params, schema)
-            asset = build(instance_name, values)
+            asset = build(instance_name, parse_params(params_cls, instance_name, registry_name, params))
             asset.registry_name = registry_name
             asset.registry_params = plain(params)
             return asset
@@ -167,15 +156,14 @@ def _entry(registry_name: str, schema: dict):
         factory.__name__ = factory.__qualname__ = build.__name__
         factory.__module__ = build.__module__
         factory.__doc__ = build.__doc__
-        factory.accepted_params = list(schema) + list(_COMMON)
+        factory.accepted_params = accepted_names(params_cls)
+        factory.params_cls = params_cls
         return register_asset(registry_name)(factory)
 
     return wrap
 
 
 def _rigid_props(mass_kg: float | None) -> dict:
-    import isaaclab.sim as sim_utils
-
     return {
         "rigid_props": sim_utils.UsdPhysicsRigidBodyCfg(),
         "mass_props": sim_utils.MassCfg(mass=mass_kg) if mass_kg is not None else None,
@@ -183,71 +171,53 @@ def _rigid_props(mass_kg: float | None) -> dict:
     }
 
 
-def _material(color):
-    import isaaclab.sim as sim_utils
-
+def _material(color) -> sim_utils.PreviewSurfaceCfg:
     return sim_utils.PreviewSurfaceCfg(diffuse_color=tuple(float(c) for c in color))
 
 
-def _object(name: str, spawn_cfg, v: dict) -> Object:
-    return Object(name, spawn_cfg, initial_pose=v["initial_pose"], collision_mode=v["collision_mode"])
+def _object(name: str, spawn_cfg, p: CommonParams) -> Object:
+    return Object(name, spawn_cfg, initial_pose=p.initial_pose, collision_mode=p.collision_mode)
 
 
-_RIGID = {"mass_kg": (0.2, _positive), "color": (_DEFAULT_COLOR, _color)}
-
-
-@_entry("box", {"size": (_REQUIRED, _size), **_RIGID})
-def box(instance_name: str, v: dict) -> Object:
+@_entry("box", BoxParams)
+def box(instance_name: str, p: BoxParams) -> Object:
     """A rigid dynamic cuboid of ``size`` [x, y, z] metres centred on its origin."""
-    import isaaclab.sim as sim_utils
-
-    cfg = sim_utils.CuboidCfg(size=v["size"], visual_material=_material(v["color"]), **_rigid_props(v["mass_kg"]))
-    return _object(instance_name, cfg, v)
+    cfg = sim_utils.CuboidCfg(size=p.size, visual_material=_material(p.color), **_rigid_props(p.mass_kg))
+    return _object(instance_name, cfg, p)
 
 
-@_entry("cylinder", {"radius": (_REQUIRED, _positive), "height": (_REQUIRED, _positive), **_RIGID})
-def cylinder(instance_name: str, v: dict) -> Object:
+@_entry("cylinder", CylinderParams)
+def cylinder(instance_name: str, p: CylinderParams) -> Object:
     """A rigid dynamic cylinder along local Z, centred on its origin."""
-    import isaaclab.sim as sim_utils
-
-    cfg = sim_utils.CylinderCfg(radius=v["radius"], height=v["height"], axis="Z",
-                                visual_material=_material(v["color"]), **_rigid_props(v["mass_kg"]))
-    return _object(instance_name, cfg, v)
+    cfg = sim_utils.CylinderCfg(radius=p.radius, height=p.height, axis="Z", visual_material=_material(p.color),
+                                **_rigid_props(p.mass_kg))
+    return _object(instance_name, cfg, p)
 
 
-@_entry("sphere", {"radius": (_REQUIRED, _positive), **_RIGID})
-def sphere(instance_name: str, v: dict) -> Object:
+@_entry("sphere", SphereParams)
+def sphere(instance_name: str, p: SphereParams) -> Object:
     """A rigid dynamic sphere centred on its origin."""
-    import isaaclab.sim as sim_utils
-
-    cfg = sim_utils.SphereCfg(radius=v["radius"], visual_material=_material(v["color"]), **_rigid_props(v["mass_kg"]))
-    return _object(instance_name, cfg, v)
+    cfg = sim_utils.SphereCfg(radius=p.radius, visual_material=_material(p.color), **_rigid_props(p.mass_kg))
+    return _object(instance_name, cfg, p)
 
 
-@_entry("usd_file", {"usd_path": (_REQUIRED, _usd_path), "scale": ((1.0, 1.0, 1.0), _scale),
-                     "mass_kg": (None, _optional_positive)})
-def usd_file(instance_name: str, v: dict) -> Object:
+@_entry("usd_file", UsdFileParams)
+def usd_file(instance_name: str, p: UsdFileParams) -> Object:
     """A rigid dynamic object from a USD file (bounds read from the file with pxr, times ``scale``)."""
-    import isaaclab.sim as sim_utils
-
-    cfg = sim_utils.UsdFileCfg(usd_path=v["usd_path"], scale=v["scale"], **_rigid_props(v["mass_kg"]))
-    return _object(instance_name, cfg, v)
+    cfg = sim_utils.UsdFileCfg(usd_path=p.usd_path, scale=p.scale, **_rigid_props(p.mass_kg))
+    return _object(instance_name, cfg, p)
 
 
-@_entry("static_box", {"size": (_REQUIRED, _size), "color": (_DEFAULT_COLOR, _color)})
-def static_box(instance_name: str, v: dict) -> Background:
+@_entry("static_box", StaticBoxParams)
+def static_box(instance_name: str, p: StaticBoxParams) -> Background:
     """A static cuboid collider (no rigid body): a table, wall or shelf; identity pose when none is given."""
-    import isaaclab.sim as sim_utils
-
-    cfg = sim_utils.CuboidCfg(size=v["size"], collision_props=sim_utils.UsdPhysicsCollisionCfg(),
-                              visual_material=_material(v["color"]))
-    return Background(instance_name, cfg, initial_pose=v["initial_pose"], collision_mode=v["collision_mode"])
+    cfg = sim_utils.CuboidCfg(size=p.size, collision_props=sim_utils.UsdPhysicsCollisionCfg(),
+                              visual_material=_material(p.color))
+    return Background(instance_name, cfg, initial_pose=p.initial_pose, collision_mode=p.collision_mode)
 
 
-@_entry("usd_background", {"usd_path": (_REQUIRED, _usd_path)})
-def usd_background(instance_name: str, v: dict) -> Background:
+@_entry("usd_background", UsdBackgroundParams)
+def usd_background(instance_name: str, p: UsdBackgroundParams) -> Background:
     """A static scene (room, table, counter) from a USD file, spawned as authored (no rigid body added)."""
-    import isaaclab.sim as sim_utils
-
-    cfg = sim_utils.UsdFileCfg(usd_path=v["usd_path"])
-    return Background(instance_name, cfg, initial_pose=v["initial_pose"], collision_mode=v["collision_mode"])
+    cfg = sim_utils.UsdFileCfg(usd_path=p.usd_path)
+    return Background(instance_name, cfg, initial_pose=p.initial_pose, collision_mode=p.collision_mode)

@@ -1,9 +1,14 @@
-"""Bounds and transforms read from USD files with ``pxr`` (no simulator)."""
+"""Bounds and transforms read from USD files with ``pxr`` (no simulator needed, no Isaac Lab import).
+
+Lengths are converted to metres with the stage's ``metersPerUnit``; rotations are xyzw quaternions.
+"""
 
 from __future__ import annotations
 
 import functools
 import os
+
+from pxr import Gf, Usd, UsdGeom
 
 from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
 from isaaclab_arena.utils.pose import Pose
@@ -11,8 +16,6 @@ from isaaclab_arena.utils.pose import Pose
 
 @functools.lru_cache(maxsize=64)
 def _open_stage(usd_path: str):
-    from pxr import Usd
-
     if not os.path.isfile(usd_path):
         raise FileNotFoundError(f"USD file not found: {usd_path}")
     stage = Usd.Stage.Open(usd_path)
@@ -32,15 +35,11 @@ def _default_root(stage):
 
 
 def _metres_per_unit(stage) -> float:
-    from pxr import UsdGeom
-
     return float(UsdGeom.GetStageMetersPerUnit(stage) or 1.0)
 
 
 def usd_file_bounds(usd_path: str) -> AxisAlignedBoundingBox:
     """Local bounds of the default prim of ``usd_path`` (its own transform excluded), metres."""
-    from pxr import Usd, UsdGeom
-
     stage = _open_stage(os.path.abspath(usd_path))
     root = _default_root(stage)
     cache = UsdGeom.BBoxCache(Usd.TimeCode.Default(), [UsdGeom.Tokens.default_, UsdGeom.Tokens.render])
@@ -58,8 +57,6 @@ def usd_prim_bounds_and_pose(usd_path: str, relative_prim_path: str) -> tuple[Ax
     default prim's frame (metres, xyzw), so that ``parent_pose * pose`` is the prim's pose in the world.
     Raises ``KeyError`` naming the prims that exist when ``relative_prim_path`` is not in the file.
     """
-    from pxr import Gf, Usd, UsdGeom
-
     stage = _open_stage(os.path.abspath(usd_path))
     root = _default_root(stage)
     rel = relative_prim_path.strip("/")

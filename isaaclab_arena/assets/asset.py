@@ -1,6 +1,8 @@
 """Placeable assets: objects, backgrounds and the common interface relations place.
 
-Poses are env-local world poses (metres, xyzw). Bounds are axis-aligned in the asset's local frame.
+Poses are env-local world poses (metres, xyzw). Bounds are axis-aligned in the asset's local frame. Geometry
+that lives in files (USD) comes from the installed geometry reader (``geometry_reader.py``), never from an
+import of a simulator or of pxr.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from typing import Any
 
 from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
 from isaaclab_arena.assets.collision_mode import CollisionMode
+from isaaclab_arena.assets.geometry_reader import spawn_cfg_bounds
 from isaaclab_arena.assets.object_type import ObjectType
 from isaaclab_arena.relations.relations import (
     FaceTo,
@@ -17,17 +20,8 @@ from isaaclab_arena.relations.relations import (
     RelationBase,
     RotateAroundSolution,
 )
+from isaaclab_arena.utils import checks
 from isaaclab_arena.utils.pose import Pose
-
-
-def _coerce(enum_cls, value, asset: str, field: str):
-    if isinstance(value, enum_cls):
-        return value
-    try:
-        return enum_cls(str(value).lower())
-    except ValueError:
-        accepted = ", ".join(repr(m.value) for m in enum_cls)
-        raise ValueError(f"asset '{asset}': {field}={value!r} is not accepted; use one of {accepted}") from None
 
 
 class PlaceableAsset:
@@ -43,17 +37,14 @@ class PlaceableAsset:
 
     def __init__(self, name: str, object_type: ObjectType | str = ObjectType.RIGID, initial_pose: Pose | None = None,
                  collision_mode: CollisionMode | str | None = None):
-        if not isinstance(name, str) or not name or not name.replace("_", "a").isalnum():
-            raise ValueError(f"asset name must be a non-empty identifier (letters, digits, _), got {name!r}")
-        self.name = name
-        self.object_type = _coerce(ObjectType, object_type, name, "object_type")
-        if initial_pose is not None and not isinstance(initial_pose, Pose):
-            raise TypeError(f"asset '{name}': initial_pose must be a Pose, got {initial_pose!r}")
-        self.initial_pose = initial_pose
+        self.name = checks.identifier(name, "asset", "name")
+        owner = f"asset '{name}'"
+        self.object_type = checks.enum_member(ObjectType, object_type, owner, "object_type")
+        self.initial_pose = checks.instance_of(initial_pose, Pose, owner, "initial_pose", "a Pose", optional=True)
         #: Pose written by a successful single-env ``ObjectPlacer.place()`` (``apply_positions_to_objects``);
         #: kept apart from ``initial_pose`` so a relation-placed asset can be placed again.
         self.placed_pose: Pose | None = None
-        self.collision_mode = None if collision_mode is None else _coerce(CollisionMode, collision_mode, name, "collision_mode")
+        self.collision_mode = checks.enum_member(CollisionMode, collision_mode, owner, "collision_mode", optional=True)
         self._relations: list[RelationBase] = []
 
     # -- relations ---------------------------------------------------------------------------------
@@ -101,9 +92,7 @@ class PlaceableAsset:
         raise NotImplementedError(type(self).__name__)
 
     def set_initial_pose(self, pose: Pose) -> None:
-        if not isinstance(pose, Pose):
-            raise TypeError(f"asset '{self.name}': set_initial_pose() takes a Pose, got {pose!r}")
-        self.initial_pose = pose
+        self.initial_pose = checks.instance_of(pose, Pose, f"asset '{self.name}'", "set_initial_pose()", "a Pose")
 
     def get_world_pose(self) -> Pose | None:
         """The fixed env-local pose the solver uses for this asset when it is not moved (anchors, obstacles)."""
@@ -127,31 +116,38 @@ class Object(PlaceableAsset):
         object_type: ``rigid`` (default), ``articulation`` or ``base`` (static collider).
         initial_pose: Fixed env-local pose (anchors, passive obstacles).
         collision_mode: ``bbox`` or ``mesh``.
-        bounding_box: Explicit local bounds, only for spawners whose geometry the project cannot read.
+        bounding_box: Explicit local bounds (metres). Needed for spawners whose geometry the project cannot read,
+            and for plain geometry without a spawner (``spawn_cfg=None``: the placement core can place such an
+            object, an Isaac Lab scene cannot spawn it).
         registry_name: The asset registry entry this object was made from, if any (YAML round-trip).
         registry_params: The parameters given to that registry entry.
     """
 
-    def __init__(self, name: str, spawn_cfg: Any, object_type: ObjectType | str = ObjectType.RIGID,
+    def __init__(self, name: str, spawn_cfg: Any = None, object_type: ObjectType | str = ObjectType.RIGID,
                  initial_pose: Pose | None = None, collision_mode: CollisionMode | str | None = None,
                  bounding_box: AxisAlignedBoundingBox | None = None, registry_name: str | None = None,
                  registry_params: dict | None = None):
         super().__init__(name, object_type, initial_pose, collision_mode)
-        if spawn_cfg is None:
-            raise ValueError(f"asset '{name}': spawn_cfg is required (a procedural shape or UsdFileCfg)")
+        owner = f"asset '{name}'"
+        if spawn_cfg is None and bounding_box is None:
+            raise ValueError(f"{owner}: give spawn_cfg (a spawner config such as CuboidCfg or UsdFileCfg) or "
+                             "bounding_box= (plain geometry, metres)")
         self.spawn_cfg = spawn_cfg
-        self._bounding_box = bounding_box
+        self._bounding_box = checks.instance_of(bounding_box, AxisAlignedBoundingBox, owner, "bounding_box",
+                                                "an AxisAlignedBoundingBox", optional=True)
         self.registry_name = registry_name
         self.registry_params = dict(registry_params or {})
 
     def get_bounding_box(self) -> AxisAlignedBoundingBox:
+        """Local bounds (metres): ``bounding_box=`` if given, else read from the spawner config (procedural
+        shapes here, USD files through the installed geometry reader; ``MissingGeometryReaderError`` without one)."""
         if self._bounding_box is None:
-            from isaaclab_arena.assets.spawn_bounds import spawn_cfg_bounds
-
+            owner = f"asset '{self.name}'"
             try:
-                self._bounding_box = spawn_cfg_bounds(self.spawn_cfg)
+                self._bounding_box = spawn_cfg_bounds(self.spawn_cfg, owner)
             except (FileNotFoundError, ValueError, TypeError) as err:
-                raise type(err)(f"asset '{self.name}': {err}") from None
+                msg = str(err)
+                raise type(err)(msg if msg.startswith(owner) else f"{owner}: {msg}") from None
         return self._bounding_box
 
     @property
@@ -162,11 +158,13 @@ class Object(PlaceableAsset):
 class Background(Object):
     """A static scene (room, table, counter) spawned from a USD file or shape; a passive obstacle or anchor.
 
+    Takes the arguments of ``Object`` except ``object_type``.
+
     A background is simulated as a static collider (``ObjectType.BASE``). Without an initial pose it sits
     at the env origin.
     """
 
-    def __init__(self, name: str, spawn_cfg: Any, initial_pose: Pose | None = None,
+    def __init__(self, name: str, spawn_cfg: Any = None, initial_pose: Pose | None = None,
                  collision_mode: CollisionMode | str | None = None, bounding_box: AxisAlignedBoundingBox | None = None,
                  registry_name: str | None = None, registry_params: dict | None = None):
         super().__init__(name, spawn_cfg, ObjectType.BASE, initial_pose if initial_pose is not None else Pose.identity(),

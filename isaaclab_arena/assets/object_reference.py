@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from isaaclab_arena.assets.asset import Object, PlaceableAsset
 from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
+from isaaclab_arena.assets.geometry_reader import get_geometry_reader
 from isaaclab_arena.assets.object_type import ObjectType
 from isaaclab_arena.utils.pose import Pose
 
@@ -11,7 +12,10 @@ ENV_REGEX_NS = "{ENV_REGEX_NS}"
 
 
 class ObjectReference(PlaceableAsset):
-    """Refers to ``prim_path`` inside ``parent_asset``'s USD; bounds and pose are read from that USD with pxr.
+    """Refers to ``prim_path`` inside ``parent_asset``'s USD; bounds and pose are read from that USD.
+
+    The USD is read by the installed geometry reader (``isaaclab_arena.assets.geometry_reader``; importing
+    ``isaaclab_arena.adapters`` installs the pxr one), on first use.
 
     Args:
         name: Unique scene name of the reference.
@@ -47,14 +51,13 @@ class ObjectReference(PlaceableAsset):
 
     def _load(self) -> tuple[AxisAlignedBoundingBox, Pose]:
         if self._bounds_and_pose is None:
-            from isaaclab_arena.assets.usd_bounds import usd_prim_bounds_and_pose
-
             usd_path = self.parent_asset.usd_path
             if usd_path is None:
                 raise ValueError(f"ObjectReference '{self.name}': parent '{self.parent_asset.name}' is not spawned "
                                  "from a USD file, so it has no prims to refer to")
+            reader = get_geometry_reader(f"ObjectReference '{self.name}'", f"prim '{self.prim_path}' of '{usd_path}'")
             try:
-                self._bounds_and_pose = usd_prim_bounds_and_pose(usd_path, self.relative_prim_path())
+                self._bounds_and_pose = reader.prim_bounds_and_pose(usd_path, self.relative_prim_path())
             except (KeyError, ValueError, FileNotFoundError) as err:
                 msg = err.args[0] if err.args else str(err)
                 raise ValueError(f"ObjectReference '{self.name}' (prim_path '{self.prim_path}'): {msg}") from None

@@ -4,38 +4,49 @@ from __future__ import annotations
 
 import random
 
-from isaaclab_arena.assets.asset import Object
+from isaaclab_arena.assets.asset import Object, PlaceableAsset
 from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
+from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.object_type import ObjectType
+from isaaclab_arena.utils import checks
+from isaaclab_arena.utils.pose import Pose
 
 
-class RigidObjectSet(Object):
-    """One scene name whose object differs between environments.
+class RigidObjectSet(PlaceableAsset):
+    """One scene name whose object differs between environments; it holds its members (composition).
+
+    The set is placed as one asset (relations attach to the set); each env spawns and sizes the member
+    ``member_indices_per_env(num_envs, placement_seed)`` gives it. It has no spawner config of its own: the
+    members keep theirs.
 
     Args:
         name: Scene name of the role (prim ``{ENV_REGEX_NS}/<name>``).
-        objects: Rigid member objects (at least one).
+        objects: Rigid member objects (at least one; not sets themselves).
         random_choice: False (default): env ``i`` gets member ``i % len(objects)``. True: independent picks,
             reproducible with the placement seed.
+        initial_pose: Fixed env-local pose (metres, xyzw), as for an ``Object``.
+        collision_mode: ``bbox`` or ``mesh``; None uses the solver default.
     """
 
-    def __init__(self, name: str, objects: list[Object], random_choice: bool = False):
+    def __init__(self, name: str, objects: list[Object], random_choice: bool = False,
+                 initial_pose: Pose | None = None, collision_mode: CollisionMode | str | None = None):
+        super().__init__(name, ObjectType.RIGID, initial_pose, collision_mode)
+        owner = f"RigidObjectSet '{name}'"
+        if isinstance(objects, (str, bytes)) or not hasattr(objects, "__iter__"):
+            raise TypeError(f"{owner}: objects must be a list of Objects, got {objects!r}")
+        objects = list(objects)
         if not objects:
-            raise ValueError(f"RigidObjectSet '{name}': objects must hold at least one member")
+            raise ValueError(f"{owner}: objects must hold at least one member")
         for obj in objects:
-            if not isinstance(obj, Object) or isinstance(obj, RigidObjectSet):
-                raise TypeError(f"RigidObjectSet '{name}': members must be Objects, got {obj!r}")
+            checks.instance_of(obj, Object, owner, "objects", "Objects")
             if obj.object_type != ObjectType.RIGID:
-                raise ValueError(f"RigidObjectSet '{name}': member '{obj.name}' is {obj.object_type.value}; "
+                raise ValueError(f"{owner}: member '{obj.name}' is {obj.object_type.value}; "
                                  "only rigid objects can be members")
-        if not isinstance(random_choice, bool):
-            raise ValueError(f"RigidObjectSet '{name}': random_choice must be true or false, got {random_choice!r}")
-        super().__init__(name, objects[0].spawn_cfg, ObjectType.RIGID)
-        self.objects = list(objects)
-        self.random_choice = random_choice
+        self.objects: list[Object] = objects
+        self.random_choice = checks.flag(random_choice, owner, "random_choice")
 
     def get_bounding_box(self) -> AxisAlignedBoundingBox:
-        """The tallest member's bounds."""
+        """The tallest member's bounds (metres, local frame); per-env sizes use each env's own member."""
         return max((o.get_bounding_box() for o in self.objects), key=lambda b: b.size[2])
 
     def member_indices_per_env(self, num_envs: int, placement_seed: int | None) -> list[int]:
@@ -44,6 +55,3 @@ class RigidObjectSet(Object):
             return [i % len(self.objects) for i in range(num_envs)]
         rng = random.Random(f"{placement_seed}:{self.name}" if placement_seed is not None else None)
         return [rng.randrange(len(self.objects)) for _ in range(num_envs)]
-
-    def get_bounding_box_per_env(self, num_envs: int, placement_seed: int | None = None) -> list[AxisAlignedBoundingBox]:
-        return [self.objects[i].get_bounding_box() for i in self.member_indices_per_env(num_envs, placement_seed)]

@@ -535,7 +535,7 @@ class ArenaEnvGraphSpec:
         return EnvSpecError(message, source=source_of(line) or self.source, line=line, where=where)
 
     def _build_asset(self, node: AssetNode):
-        from isaaclab_arena.assets.registry import UnknownAssetError, build_registered_asset
+        from isaaclab_arena.adapters.asset_registry import UnknownAssetError, build_registered_asset
 
         try:
             return build_registered_asset(node.registry_name, node.id, node.params)
@@ -551,9 +551,9 @@ class ArenaEnvGraphSpec:
         from isaaclab_arena.assets.asset import Background, Object
         from isaaclab_arena.assets.object_reference import ObjectReference
         from isaaclab_arena.assets.object_set import RigidObjectSet
-        from isaaclab_arena.assets.procedural import parse_collision_mode, parse_pose
-        from isaaclab_arena.assets.registry import UnknownAssetError, build_registered_asset
-        from isaaclab_arena.utils.pose import Pose
+        from isaaclab_arena.assets.collision_mode import parse_collision_mode
+        from isaaclab_arena.adapters.asset_registry import UnknownAssetError, build_registered_asset
+        from isaaclab_arena.utils.pose import Pose, parse_pose
 
         assets: dict[str, Any] = {}
         if self.background is not None:
@@ -587,9 +587,8 @@ class ArenaEnvGraphSpec:
             assets[node.id] = obj_set
         for node in self.object_references:
             parent = assets.get(node.parent_id)
-            if parent is None or isinstance(parent, (ObjectReference, RigidObjectSet)) or not isinstance(parent, Object):
-                usable = sorted(n for n, a in assets.items() if isinstance(a, Object)
-                                and not isinstance(a, (ObjectReference, RigidObjectSet)))
+            if not isinstance(parent, Object):  # object sets and references have no USD of their own
+                usable = sorted(n for n, a in assets.items() if isinstance(a, Object))
                 what = "unknown parent_id" if parent is None else "parent_id names an asset without its own USD"
                 raise SpecIssue(f"{what} '{node.parent_id}'; it must be the background or an object spawned from a USD "
                                 f"file: {', '.join(usable) or 'none defined'}", where=node.where, key="parent_id",
@@ -628,7 +627,7 @@ class ArenaEnvGraphSpec:
         registry name (None: flag not given). Validates by building the spec once; on any error the spec is
         left unchanged and ``EnvSpecError`` names the flag, the node and the accepted names. Returns ``self``.
         """
-        from isaaclab_arena.assets.registry import UnknownAssetError, get_registered_asset, list_registered_assets
+        from isaaclab_arena.adapters.asset_registry import UnknownAssetError, get_registered_asset, list_registered_assets
 
         declared = {n.arg: n for n in self.cli_override_specs}
         changes = []
@@ -781,8 +780,9 @@ class ArenaEnvGraphSpec:
 def _asset_params(asset) -> dict:
     """The registry params that rebuild ``asset``, with its current initial pose and collision mode."""
     from isaaclab_arena.assets.asset import Background
-    from isaaclab_arena.assets.procedural import parse_collision_mode, parse_pose, plain
-    from isaaclab_arena.utils.pose import Pose
+    from isaaclab_arena.assets.collision_mode import parse_collision_mode
+    from isaaclab_arena.utils.plain_data import plain
+    from isaaclab_arena.utils.pose import Pose, parse_pose
 
     params = plain(copy.deepcopy(asset.registry_params))
     where = f"asset '{asset.name}'"

@@ -34,6 +34,7 @@ from isaaclab.managers import EventTermCfg, TerminationTermCfg
 from isaaclab.scene import InteractiveSceneCfg
 from isaaclab.utils import configclass
 
+import isaaclab_arena.adapters  # noqa: F401  (installs the USD geometry reader of the asset model)
 from isaaclab_arena.assets.asset import Object, PlaceableAsset
 from isaaclab_arena.assets.object_reference import ObjectReference
 from isaaclab_arena.assets.object_set import RigidObjectSet
@@ -218,8 +219,9 @@ class ArenaEnvBuilder:
                            "multi-asset spawner (measured); rest heights will not match the solved geometry. "
                            "Use physics='ovphysx'.")
 
-    def _rigid_assets(self) -> list[Object]:
-        return [a for a in self.arena_env.assets if isinstance(a, Object) and not isinstance(a, ObjectReference)
+    def _rigid_assets(self) -> list[Object | RigidObjectSet]:
+        """Spawned rigid roots: rigid objects and object sets (references spawn nothing)."""
+        return [a for a in self.arena_env.assets if isinstance(a, (Object, RigidObjectSet))
                 and a.object_type == ObjectType.RIGID]
 
     def _placed_names(self) -> list[str]:

@@ -59,7 +59,7 @@ def run_main_reporting_user_errors(main, argv: list[str]) -> None:
 
     ``main`` itself still raises, so Python callers and tests see the exceptions.
     """
-    from isaaclab_arena.assets.registry import UnknownAssetError
+    from isaaclab_arena.adapters.asset_registry import UnknownAssetError
     from isaaclab_arena.relations.placement_problem import MeshCollisionNotAvailableError
 
     try:

@@ -55,13 +55,14 @@ def entity_cfg(asset: PlaceableAsset, pose: Pose | None):
     """The scene entity config of one asset, or None when nothing is spawned (ObjectReference)."""
     if isinstance(asset, ObjectReference):
         return None
-    if not isinstance(asset, Object):
-        raise TypeError(f"asset '{asset.name}': {type(asset).__name__} cannot be spawned into an Isaac Lab scene")
-    if isinstance(asset, RigidObjectSet):
-        for member in asset.objects:
-            _check_usd_exists(member)
-    else:
-        _check_usd_exists(asset)
+    members = asset.objects if isinstance(asset, RigidObjectSet) else [asset]
+    for member in members:
+        if not isinstance(member, Object):
+            raise TypeError(f"asset '{asset.name}': {type(asset).__name__} cannot be spawned into an Isaac Lab scene")
+        if member.spawn_cfg is None:
+            raise ValueError(f"asset '{member.name}': it is plain geometry (bounding_box=, no spawn_cfg), which the "
+                             "placer can place but an Isaac Lab scene cannot spawn; give it a spawner config")
+        _check_usd_exists(member)
     pose = pose or Pose.identity()
     pos, rot = tuple(pose.position_xyz), tuple(pose.rotation_xyzw)
     if isinstance(asset, Background) or asset.object_type == ObjectType.BASE:

@@ -176,6 +176,9 @@ def _support_key(support) -> str:
 
 
 def _spawn_cfgs(asset) -> list:
+    members = getattr(asset, "objects", None)  # an object set: its members' spawners
+    if members is not None:
+        return [c for m in members for c in _spawn_cfgs(m)]
     spawn = getattr(asset, "spawn_cfg", None)
     return list(getattr(spawn, "assets_cfg", None) or [spawn]) if spawn is not None else []
 

@@ -1,5 +1,8 @@
 """Procedural reference scenes of the solver benchmark and tests (boxes on a table; metres).
 
+Every object is plain geometry (an ``Object`` with an explicit bounding box and no spawner config), so the
+scenes need neither Isaac Lab nor USD.
+
 The table is a 1.2 x 0.8 m box whose top is at z = 0.75 m, centred on the env origin, marked IsAnchor.
 The bin of the container scene is a 0.4 x 0.3 x 0.15 m box (its bounds are the support: releases are
 above its rim, physics settles them inside).
@@ -33,14 +36,8 @@ CROWDED_SIZES = [(0.05, 0.05, 0.08), (0.08, 0.08, 0.10), (0.12, 0.06, 0.05), (0.
 
 
 def cuboid(name: str, size, initial_pose: Pose | None = None) -> Object:
-    """A procedural cuboid (isaaclab.sim.CuboidCfg) centred on its origin."""
-    try:
-        from isaaclab.sim import CuboidCfg
-
-        return Object(name, CuboidCfg(size=tuple(size)), initial_pose=initial_pose)
-    except ImportError:  # pragma: no cover - the venv has Isaac Lab
-        return Object(name, object(), initial_pose=initial_pose,
-                      bounding_box=AxisAlignedBoundingBox.from_size(tuple(size)))
+    """A plain-geometry box of ``size`` (x, y, z metres) centred on its origin: explicit bounds, no spawner."""
+    return Object(name, bounding_box=AxisAlignedBoundingBox.from_size(tuple(size)), initial_pose=initial_pose)
 
 
 def table(name: str = "table") -> Object:

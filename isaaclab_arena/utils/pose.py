@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from isaaclab_arena.utils import checks
+
 
 def _check_finite(values, what: str) -> None:
     for v in values:
@@ -106,3 +108,24 @@ class Pose:
 
     def to_dict(self) -> dict:
         return {"position_xyz": list(self.position_xyz), "rotation_xyzw": list(self.rotation_xyzw)}
+
+
+def parse_pose(value, owner: str, field: str = "initial_pose") -> Pose | None:
+    """A ``Pose`` from YAML data ``{position_xyz: [x, y, z], rotation_xyzw: [x, y, z, w]}`` (metres, xyzw;
+    rotation optional, identity by default); a ``Pose`` or None passes. Errors name ``owner`` and ``field``."""
+    if value is None or isinstance(value, Pose):
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(f"{owner}: {field} must be a mapping {{position_xyz: [x, y, z], rotation_xyzw: [x, y, z, w]}}, "
+                         f"got {value!r}")
+    unknown = [k for k in value if k not in ("position_xyz", "rotation_xyzw")]
+    if unknown:
+        raise ValueError(f"{owner}: {field} has unknown key {unknown[0]!r}; accepted keys: position_xyz, rotation_xyzw")
+    if "position_xyz" not in value:
+        raise ValueError(f"{owner}: {field} needs position_xyz: [x, y, z] (metres); rotation_xyzw is optional")
+    pos = checks.vector(value["position_xyz"], owner, f"{field}.position_xyz", 3)
+    rot = checks.vector(value.get("rotation_xyzw", (0.0, 0.0, 0.0, 1.0)), owner, f"{field}.rotation_xyzw", 4)
+    try:
+        return Pose(pos, rot)
+    except ValueError as err:
+        raise ValueError(f"{owner}: {field}: {err}") from None

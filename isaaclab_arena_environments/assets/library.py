@@ -15,6 +15,7 @@ from typing import Any
 
 import isaaclab.sim as sim_utils
 
+import isaaclab_arena.adapters  # noqa: F401  (installs the USD geometry reader the table and bin bounds need)
 from isaaclab_arena.assets.asset import Background, Object
 from isaaclab_arena.assets.object_type import ObjectType
 from isaaclab_arena.utils.pose import Pose
@@ -108,7 +109,7 @@ def bin(instance_name: str = "bin", **params) -> Object:  # noqa: A001 - the reg
     return _object(instance_name, "bin", cfg, params)
 
 
-#: registry name -> factory, registered with ``isaaclab_arena.assets.registry`` by the package ``__init__``.
+#: registry name -> factory, registered with ``isaaclab_arena.adapters.asset_registry`` by the package ``__init__``.
 FACTORIES = {
     "table_background": table_background,
     "mug": mug,
