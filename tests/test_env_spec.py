@@ -685,7 +685,7 @@ def test_from_dict_without_file(tmp_path):
 
 def test_every_relation_kind_is_accepted_by_the_loader():
     # each YAML kind maps to a class whose parameters the loader can name
-    from isaaclab_arena.env_spec.relation_spec import relation_parameters
+    from isaaclab_arena.env_spec.parse_relations import relation_parameters
 
     for kind, cls in RELATION_KINDS.items():
         assert cls.yaml_kind == kind

@@ -12,7 +12,7 @@ import pytest
 from isaaclab_arena import ARENA_ROOT
 from isaaclab_arena.env_spec import ArenaEnvGraphSpec, EnvSpecError, spec_from_arena_env
 from isaaclab_arena.env_spec.cli_override_spec import add_cli_override_flags, cli_override_values
-from isaaclab_arena.env_spec.env_cfg_override import apply_env_cfg_overrides
+from isaaclab_arena.environments.env_cfg_override import apply_env_cfg_overrides
 from isaaclab_arena.environments.cli import get_isaaclab_arena_cli_parser
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 
@@ -232,11 +232,14 @@ def test_cli_override_swaps_registry_name_and_bounds(files):
     [override] = spec.cli_overrides()
     assert (override.arg, override.target_node_id, override.flag) == ("object", "mug", "--object")
     assert spec.to_arena_env().get_asset("mug").get_bounding_box().size == pytest.approx((0.08, 0.08, 0.08))
-    assert spec.apply_cli_overrides({"object": "cube_12cm"}) is spec
-    assert spec.asset_node("mug").registry_name == "cube_12cm"
-    mug = spec.to_arena_env().get_asset("mug")
+    swapped = spec.apply_cli_overrides({"object": "cube_12cm"})
+    assert swapped is not spec and swapped.asset_node("mug").registry_name == "cube_12cm"
+    assert spec.asset_node("mug").registry_name == "cube_8cm"  # the loaded spec is left as it was
+    mug = swapped.to_arena_env().get_asset("mug")
     assert mug.registry_name == "cube_12cm" and mug.get_bounding_box().size == pytest.approx((0.12, 0.12, 0.12))
-    assert spec.apply_cli_overrides({"object": None}).asset_node("mug").registry_name == "cube_12cm"  # flag not given
+    assert spec.to_arena_env().get_asset("mug").get_bounding_box().size == pytest.approx((0.08, 0.08, 0.08))
+    assert swapped.apply_cli_overrides({"object": None}) == swapped  # flag not given: same spec
+    assert swapped.to_dict(flatten=True)["objects"][0]["registry_name"] == "cube_12cm"
 
 
 def test_cli_override_bad_values_leave_the_spec_unchanged(files):

@@ -22,18 +22,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
-from isaaclab_arena.env_spec.yaml_lines import (
-    LineDict,
-    LineList,
-    SourceLine,
-    line_of,
-    load_yaml_with_lines,
-    start_line,
-    yaml_error_line,
-)
+from isaaclab_arena.env_spec.yaml_lines import LineDict, LineList, line_of, load_yaml_file, start_line
 
 #: Top-level keys whose lists are concatenated across included files.
 LIST_KEYS = ("objects", "object_sets", "object_references", "relations", "cli_override_specs")
@@ -65,18 +55,7 @@ def read_included_file(path: str, from_line: int | None) -> Any:
     if not os.path.isfile(path):
         raise SpecIssue(f"included spec file '{path}' is not a file; give the path of a .yaml spec",
                         key="external_yaml", line=from_line)
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except UnicodeDecodeError as err:
-        raise SpecIssue(f"is not YAML: the file is not UTF-8 text ({err.reason})", line=SourceLine(1, path)) from None
-    try:
-        return load_yaml_with_lines(text, path)
-    except yaml.YAMLError as err:
-        problem = getattr(err, "problem", None) or str(err)
-        context = getattr(err, "context", None)
-        raise SpecIssue(f"is not valid YAML: {problem}" + (f" ({context})" if context else ""),
-                        line=SourceLine(yaml_error_line(err) or 1, path)) from None
+    return load_yaml_file(path)
 
 
 def _refs(data: dict) -> list[tuple[str, int | None]]:

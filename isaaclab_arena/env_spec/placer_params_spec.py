@@ -15,6 +15,8 @@ import types
 import typing
 from typing import Any
 
+from isaaclab_arena.env_spec.blame import blame_parameter
+from isaaclab_arena.env_spec.nodes import plain_value
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
 from isaaclab_arena.env_spec.yaml_lines import line_of, start_line
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams, ReachabilityConfig
@@ -97,8 +99,7 @@ def _parse_block(cls, raw: Any, path: str, line: int | None) -> Any:
     try:
         return cls(**kwargs)
     except (ValueError, TypeError) as err:
-        hits = [(str(err).find(f".{k}"), k) for k in kwargs if f".{k}" in str(err)]
-        key = min(hits)[1] if hits else None
+        key = blame_parameter(lambda given: cls(**given), kwargs, err)
         raise SpecIssue(str(err), where="placer_params", key=f"{path}.{key}" if key else path,
                         line=line_of(raw, key) if key else line) from None
 
@@ -108,14 +109,6 @@ def parse_placer_params(raw: Any, line: int | None = None) -> ObjectPlacerParams
     if raw is None:
         return ObjectPlacerParams()
     return _parse_block(ObjectPlacerParams, raw, "placer_params", start_line(raw) or line)
-
-
-def _plain(value):
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _diff(obj, default, path: str) -> dict:
@@ -128,12 +121,12 @@ def _diff(obj, default, path: str) -> dict:
             if sub:
                 out[f.name] = sub
             continue
-        if _plain(mine) == _plain(theirs):
+        if plain_value(mine) == plain_value(theirs):
             continue
         if (cls, f.name) in CODE_BEARING:
             raise SpecIssue(f"'{path}.{f.name}' holds {CODE_BEARING[(cls, f.name)]} that differ from the defaults; "
                             "they cannot be written to a YAML spec", where="placer_params", key=f"{path}.{f.name}")
-        out[f.name] = _plain(mine)
+        out[f.name] = plain_value(mine)
     return out
 
 

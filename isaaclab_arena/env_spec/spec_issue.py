@@ -45,6 +45,10 @@ class EnvSpecError(ValueError):
         super().__init__(f"{head}: {loc + ': ' if loc else ''}{detail}")
 
 
+class EnvSpecWarning(UserWarning):
+    """A spec value that loads but is probably not meant; the message names file, line, node and key."""
+
+
 def issue_error(issue: SpecIssue, source: str) -> EnvSpecError:
     """``issue`` as an ``EnvSpecError``: in the file its line came from (else ``source``), naming the including
     file when they differ."""

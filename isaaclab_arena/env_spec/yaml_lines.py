@@ -18,6 +18,8 @@ from typing import Any, Iterator
 import yaml
 from yaml.constructor import ConstructorError
 
+from isaaclab_arena.env_spec.spec_issue import SpecIssue
+
 
 class SourceLine(int):
     """A 1-based line number that remembers its file (``source``); compares and prints as the plain int."""
@@ -119,8 +121,36 @@ def load_yaml_with_lines(text: str, source: str | None = None) -> Any:
 
 
 def yaml_error_line(err: yaml.YAMLError) -> int | None:
+    """1-based line of the parser's problem mark (else its context mark)."""
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     return mark.line + 1 if mark is not None else None
+
+
+def load_yaml_file(path: str) -> Any:
+    """Parsed YAML of the existing file ``path`` (lines are ``SourceLine`` values naming ``path``).
+
+    Raises ``SpecIssue`` at the file's own line when it is not UTF-8 text (line 1) or not valid YAML (the
+    parser's problem mark).
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as err:
+        raise SpecIssue(f"is not YAML: the file is not UTF-8 text ({err.reason})", line=SourceLine(1, path)) from None
+    try:
+        return load_yaml_with_lines(text, path)
+    except yaml.YAMLError as err:
+        problem = getattr(err, "problem", None) or str(err)
+        context = getattr(err, "context", None)
+        raise SpecIssue(f"is not valid YAML: {problem}" + (f" ({context})" if context else ""),
+                        line=SourceLine(yaml_error_line(err) or 1, path)) from None
+
+
+def line_text(line, here=None) -> str:
+    """``scene.yaml line 4`` for a ``SourceLine`` from another file than line ``here``'s, else ``line 4``."""
+    source = getattr(line, "source", None)
+    same = source is None or source == getattr(here, "source", None)
+    return f"line {int(line)}" if same else f"{source} line {int(line)}"
 
 
 def line_of(container: Any, key) -> int | None:
@@ -130,6 +160,7 @@ def line_of(container: Any, key) -> int | None:
 
 
 def start_line(container: Any) -> int | None:
+    """Line where ``container`` (a mapping or list from ``load_yaml_with_lines``) starts, else None."""
     return getattr(container, "line", None)
 
 

@@ -39,6 +39,7 @@ from isaaclab_arena.assets.asset import Object, PlaceableAsset
 from isaaclab_arena.assets.object_reference import ObjectReference
 from isaaclab_arena.assets.object_set import RigidObjectSet
 from isaaclab_arena.assets.object_type import ObjectType
+from isaaclab_arena.environments.env_spacing import default_env_spacing
 from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
 from isaaclab_arena.environments.physics import PHYSICS_CHOICES, make_physics_cfg
 from isaaclab_arena.environments.reset_events import (
@@ -62,8 +63,9 @@ class ArenaEnvBuilderCfg:
     """Builder settings.
 
     Attributes:
-        num_envs: Parallel environments (> 0).
-        env_spacing: Distance between env origins, metres; None uses the environment's value, else 30.0.
+        num_envs: Parallel environments (> 0); None uses the environment's value (YAML ``num_envs``), else 1.
+        env_spacing: Distance between env origins, metres; None uses the environment's value (YAML
+            ``env_spacing``), else one derived from the scene (``env_spacing.default_env_spacing``).
         device: Torch / simulation device (``cpu`` or ``cuda:0``).
         physics: ``ovphysx`` (default), ``newton_mjwarp`` or ``isaacsim_physx``; None uses the environment's
             preference, else ``ovphysx``.
@@ -79,7 +81,7 @@ class ArenaEnvBuilderCfg:
         gym_id: Gym id to register; None uses the environment's name.
     """
 
-    num_envs: int = 1
+    num_envs: int | None = None
     env_spacing: float | None = None
     device: str = "cpu"
     physics: str | None = None
@@ -95,8 +97,9 @@ class ArenaEnvBuilderCfg:
     gym_id: str | None = None
 
     def __post_init__(self):
-        if isinstance(self.num_envs, bool) or not isinstance(self.num_envs, int) or self.num_envs <= 0:
-            raise ValueError(f"ArenaEnvBuilderCfg.num_envs must be a positive integer, got {self.num_envs!r}")
+        if self.num_envs is not None and (isinstance(self.num_envs, bool) or not isinstance(self.num_envs, int)
+                                          or self.num_envs <= 0):
+            raise ValueError(f"ArenaEnvBuilderCfg.num_envs must be a positive integer or None, got {self.num_envs!r}")
         if self.env_spacing is not None and (not math.isfinite(float(self.env_spacing)) or self.env_spacing < 0):
             raise ValueError(f"ArenaEnvBuilderCfg.env_spacing must be a finite number >= 0 (metres), got {self.env_spacing!r}")
         if self.physics is not None and self.physics not in PHYSICS_CHOICES:
@@ -167,7 +170,10 @@ class ArenaEnvBuilder:
         if not isinstance(arena_env, IsaacLabArenaEnvironment):
             raise TypeError(f"ArenaEnvBuilder needs an IsaacLabArenaEnvironment, got {arena_env!r}")
         self.arena_env = arena_env
-        self.cfg = cfg or ArenaEnvBuilderCfg()
+        cfg = cfg or ArenaEnvBuilderCfg()
+        if cfg.num_envs is None:  # the environment's (YAML num_envs) count, else one env
+            cfg = dataclasses.replace(cfg, num_envs=arena_env.num_envs or 1)
+        self.cfg = cfg
         self.placer = None
         self.pose_source = None
         self.pose_source_key: str | None = None
@@ -184,7 +190,9 @@ class ArenaEnvBuilder:
     def env_spacing(self) -> float:
         if self.cfg.env_spacing is not None:
             return float(self.cfg.env_spacing)
-        return float(self.arena_env.env_spacing) if self.arena_env.env_spacing is not None else 30.0
+        if self.arena_env.env_spacing is not None:
+            return float(self.arena_env.env_spacing)
+        return default_env_spacing(self.arena_env.assets)
 
     @property
     def placer_params(self) -> ObjectPlacerParams:
@@ -334,7 +342,7 @@ class ArenaEnvBuilder:
             cfg.events.arena_placement = EventTermCfg(func=ArenaPoseResetTerm, mode="reset",
                                                       params={"source_key": self.pose_source_key})
         if self.arena_env.env_cfg_overrides:  # YAML env_cfg_override: applied last, so it wins
-            from isaaclab_arena.env_spec.env_cfg_override import apply_env_cfg_overrides
+            from isaaclab_arena.environments.env_cfg_override import apply_env_cfg_overrides
 
             apply_env_cfg_overrides(cfg, self.arena_env.env_cfg_overrides)
         self.env_cfg = cfg

@@ -1,4 +1,9 @@
-"""The shared command-line parser of the Arena runners (spec section 9) and its mapping to ``ArenaEnvBuilderCfg``."""
+"""The shared command-line parser of the Arena runners and its mapping to ``ArenaEnvBuilderCfg``.
+
+``--num_envs`` and ``--env_spacing`` default to None: the env builder then takes the spec's (YAML ``num_envs`` /
+``env_spacing``), else 1 env and a spacing derived from the scene (``environments/env_spacing.py``).
+Flags are never matched by prefix (``allow_abbrev=False``): ``--num_env 4`` is refused, not read as ``--num_envs``.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,12 @@ from isaaclab_arena.environments.physics import PHYSICS_CHOICES
 
 def get_isaaclab_arena_cli_parser(description: str | None = None) -> argparse.ArgumentParser:
     """Flags shared by ``environment_runner.py`` and ``policy_runner.py`` (runner flags precede an env name)."""
-    p = argparse.ArgumentParser(description=description)
-    p.add_argument("--num_envs", type=int, default=1, help="parallel environments (> 0)")
-    p.add_argument("--env_spacing", type=float, default=30.0, help="distance between env origins, metres")
+    p = argparse.ArgumentParser(description=description, allow_abbrev=False)
+    p.add_argument("--num_envs", type=int, default=None,
+                   help="parallel environments (> 0; default: the spec's num_envs, else 1)")
+    p.add_argument("--env_spacing", type=float, default=None,
+                   help="distance between env origins, metres (> 0; default: the spec's env_spacing, else derived "
+                        "from the scene's extent: 2.5 m for the tabletop examples)")
     p.add_argument("--seed", type=int, default=42, help="simulation seed (independent of placement)")
     p.add_argument("--placement_seed", type=int, default=None, help="placement seed (layouts and object-set picks)")
     p.add_argument("--no_solve_relations", dest="solve_relations", action="store_false",

@@ -20,10 +20,13 @@ class IsaacLabArenaEnvironment:
         task: Optional task (later issue).
         placer_params: Placement settings (seed, pool size, checks, solver).
         placement_layouts: Recorded layouts to replay instead of solving (``PlacementLayouts``).
-        env_spacing: Distance between env origins, metres.
+        env_spacing: Distance between env origins, metres, used when ``ArenaEnvBuilderCfg.env_spacing`` is None
+            (None here too: derived from the scene, ``env_spacing.default_env_spacing``).
         physics: Physics preset name the env prefers (None: the builder's default).
         env_cfg_overrides: Dotted Isaac Lab env-cfg attribute paths -> values (``{"sim.dt": 0.005}``) that
             ``ArenaEnvBuilder.compose_manager_cfg()`` applies last (YAML ``env_cfg_override``).
+        num_envs: Parallel environments the environment asks for (YAML ``num_envs``); the builder uses it
+            when ``ArenaEnvBuilderCfg.num_envs`` is None, else 1.
     """
 
     name: str
@@ -35,10 +38,14 @@ class IsaacLabArenaEnvironment:
     env_spacing: float | None = None
     physics: str | None = None
     env_cfg_overrides: dict = field(default_factory=dict)
+    num_envs: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"IsaacLabArenaEnvironment.name must be a non-empty string, got {self.name!r}")
+        if self.num_envs is not None and (isinstance(self.num_envs, bool) or not isinstance(self.num_envs, int)
+                                          or self.num_envs <= 0):
+            raise ValueError(f"IsaacLabArenaEnvironment.num_envs must be a positive integer or None, got {self.num_envs!r}")
         seen: set[str] = set()
         for asset in self.assets:
             if not isinstance(asset, PlaceableAsset):
