@@ -97,9 +97,10 @@ def _parameters(cls, raw: dict, where: str, line: int | None) -> tuple[dict, dic
     if nested is not None and not isinstance(nested, dict):
         raise SpecIssue(f"'params' must be a mapping of parameter names to values, got {nested!r}", where=where,
                         key="params", line=line_of(raw, "params"))
-    for prefix, mapping in (("params.", nested or {}), ("", {k: v for k, v in raw.items() if k not in ENTRY_KEYS})):
+    inline = {k: v for k, v in raw.items() if k not in ENTRY_KEYS}
+    for prefix, mapping, lines_from in (("params.", nested or {}, nested), ("", inline, raw)):
         for name, value in mapping.items():
-            key, pline = f"{prefix}{name}", line_of(mapping, name) or line
+            key, pline = f"{prefix}{name}", line_of(lines_from, name) or line
             if not isinstance(name, str):
                 raise SpecIssue(f"parameter name {name!r} is not a string (quote it)", where=where, key=key, line=pline)
             if name not in accepted:

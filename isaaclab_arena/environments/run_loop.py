@@ -43,7 +43,8 @@ def run(builder, num_steps: int, output_dir: str | None, pictures: bool = True, 
     env_cfg = builder.compose_manager_cfg()
     t_compose = time.perf_counter() - t0
     names = builder.pose_source.object_names if builder.pose_source is not None else []
-    summary: dict = {"env": builder.arena_env.name, "num_envs": builder.cfg.num_envs, "physics": builder.physics,
+    summary: dict = {"env": builder.arena_env.name, "num_envs": builder.cfg.num_envs,
+                     "env_spacing": builder.env_spacing, "physics": builder.physics,
                      "device": builder.cfg.device, "compose_s": round(t_compose, 3)}
     with launch_simulation(env_cfg, {"headless": True, "device": builder.cfg.device}):
         env = builder.make_registered(env_cfg)
