@@ -1,7 +1,8 @@
-"""The problem a spec section reports (``SpecIssue``) and the error a spec load raises (``EnvSpecError``).
+"""The problem a parser or builder step finds (``SpecIssue``) and the error a spec load raises (``EnvSpecError``).
 
-``ArenaEnvGraphSpec`` turns a ``SpecIssue`` into an ``EnvSpecError`` naming the file: the file the offending
-line was read from (``yaml_lines.SourceLine``), so a node merged in through ``external_yaml`` names its own file.
+``issue_error`` turns a ``SpecIssue`` into an ``EnvSpecError`` naming the file the offending line was read
+from (``yaml_lines.SourceLine``), so a node merged in through ``external_yaml`` names its own file.
+``EnvSpecWarning`` is issued for values that load but are probably not meant (``plausibility.py``).
 """
 
 from __future__ import annotations
