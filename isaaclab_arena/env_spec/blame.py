@@ -1,4 +1,4 @@
-"""Which given parameter makes a constructor fail, found by building again (never by reading the message).
+"""Which given parameter makes a constructor fail, found by building again (never by searching the message).
 
 A registry factory, a relation class or a params dataclass checks its own values and raises ``ValueError``
 or ``TypeError`` with a message for people. To point at the YAML key, the loader builds the object again
@@ -10,7 +10,8 @@ with one given parameter left out at a time (so that parameter takes its default
    the build fails differently), that one;
 3. else no single parameter is to blame and the error names the node only.
 
-This runs only after a build failed, so it costs nothing on a spec that loads.
+Failures are compared as a whole (exception type and arguments), never searched for names. This runs only
+after a build failed, so it costs nothing on a spec that loads.
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ import re
 from typing import Any
 
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
-from isaaclab_arena.env_spec.yaml_lines import line_of, to_plain
+from isaaclab_arena.env_spec.yaml_lines import line_of
+from isaaclab_arena.utils.plain_data import plain
 
 _PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
@@ -40,7 +41,7 @@ def parse_env_cfg_override(raw: Any, line: int | None) -> dict:
         if key in REFUSED_PATHS:
             raise SpecIssue(f"'{key}' cannot be overridden: {REFUSED_PATHS[key]}", where="env_cfg_override",
                             key=f"env_cfg_override.{key}", line=kline)
-    return {k: to_plain(v) for k, v in raw.items()}
+    return {k: plain(v) for k, v in raw.items()}
 
 
 def check_env_cfg_paths(overrides: dict, asset_names: tuple[str, ...], lines: Any = None) -> None:

@@ -10,22 +10,10 @@ of equality: a spec written back out and read again compares equal.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from isaaclab_arena.env_spec.yaml_lines import to_plain
-
-
-def plain_value(value: Any) -> Any:
-    """``value`` as plain YAML data: enums as their values, tuples and YAML containers as lists / dicts."""
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {k: plain_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain_value(v) for v in value]
-    return value
+from isaaclab_arena.utils.plain_data import plain
 
 
 @dataclass(kw_only=True)
@@ -58,7 +46,7 @@ class AssetNode(_Located):
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"id": self.id, "registry_name": self.registry_name}
         if self.params:
-            out["params"] = to_plain(self.params)
+            out["params"] = plain(self.params)
         return out
 
 
@@ -79,7 +67,7 @@ class ObjectSetNode(_Located):
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"id": self.id, "members": list(self.members), "random_choice": self.random_choice}
         if self.params:
-            out["params"] = to_plain(self.params)
+            out["params"] = plain(self.params)
         return out
 
 
@@ -102,7 +90,7 @@ class ObjectReferenceNode(_Located):
         out: dict[str, Any] = {"id": self.id, "parent_id": self.parent_id, "prim_path": self.prim_path,
                                "object_type": self.object_type}
         if self.params:
-            out["params"] = to_plain(self.params)
+            out["params"] = plain(self.params)
         return out
 
 
@@ -132,7 +120,7 @@ class RelationNode(_Located):
         if self.reference is not None:
             out["reference"] = self.reference
         if self.params:
-            out["params"] = plain_value(self.params)
+            out["params"] = plain(self.params)
         return out
 
 

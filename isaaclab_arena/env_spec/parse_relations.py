@@ -14,10 +14,11 @@ import difflib
 import inspect
 from typing import Any
 
-from isaaclab_arena.env_spec.nodes import RelationNode, plain_value
+from isaaclab_arena.env_spec.nodes import RelationNode
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
 from isaaclab_arena.env_spec.yaml_lines import line_of, line_text, start_line
 from isaaclab_arena.relations.relations import RELATION_KIND_ALIASES, RELATION_KINDS, Relation, RelationBase
+from isaaclab_arena.utils.plain_data import plain
 
 ENTRY_KEYS = ("id", "kind", "subject", "reference", "params")
 REQUIRED = inspect.Parameter.empty
@@ -47,7 +48,7 @@ def params_text(accepted: dict) -> str:
     """``a (required), b=0.01, ...`` for the parameters of a relation class."""
     if not accepted:
         return "none"
-    return ", ".join(f"{n} (required)" if d is REQUIRED else f"{n}={plain_value(d)!r}" for n, d in accepted.items())
+    return ", ".join(f"{n} (required)" if d is REQUIRED else f"{n}={plain(d)!r}" for n, d in accepted.items())
 
 
 def resolve_kind(kind: Any, *, where: str, line: int | None) -> type[RelationBase]:

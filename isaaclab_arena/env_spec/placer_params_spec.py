@@ -16,11 +16,11 @@ import typing
 from typing import Any
 
 from isaaclab_arena.env_spec.blame import blame_parameter
-from isaaclab_arena.env_spec.nodes import plain_value
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
 from isaaclab_arena.env_spec.yaml_lines import line_of, start_line
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams, ReachabilityConfig
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
+from isaaclab_arena.utils.plain_data import plain
 
 #: Nested dataclass fields and their classes.
 NESTED = {(ObjectPlacerParams, "solver_params"): RelationSolverParams,
@@ -121,12 +121,12 @@ def _diff(obj, default, path: str) -> dict:
             if sub:
                 out[f.name] = sub
             continue
-        if plain_value(mine) == plain_value(theirs):
+        if plain(mine) == plain(theirs):
             continue
         if (cls, f.name) in CODE_BEARING:
             raise SpecIssue(f"'{path}.{f.name}' holds {CODE_BEARING[(cls, f.name)]} that differ from the defaults; "
                             "they cannot be written to a YAML spec", where="placer_params", key=f"{path}.{f.name}")
-        out[f.name] = plain_value(mine)
+        out[f.name] = plain(mine)
     return out
 
 

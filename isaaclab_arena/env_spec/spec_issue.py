@@ -18,13 +18,6 @@ class SpecIssue(ValueError):
         self.key = key
         self.line = line
 
-    def located(self, *, where: str | None = None, key: str | None = None, line: int | None = None) -> "SpecIssue":
-        """Fills in location fields that are still unknown (inner details win)."""
-        self.where = self.where or where
-        self.key = self.key or key
-        self.line = self.line or line
-        return self
-
 
 class EnvSpecError(ValueError):
     """A spec that cannot be loaded, built or written.

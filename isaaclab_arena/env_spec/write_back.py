@@ -23,13 +23,13 @@ from isaaclab_arena.env_spec.nodes import (
     ObjectSetNode,
     RelationNode,
     SpecGraph,
-    plain_value,
 )
 from isaaclab_arena.env_spec.parse_relations import REQUIRED, known_kinds_text, relation_parameters
 from isaaclab_arena.env_spec.placer_params_spec import placer_params_to_dict
 from isaaclab_arena.env_spec.spec_issue import EnvSpecError, SpecIssue
-from isaaclab_arena.env_spec.yaml_lines import line_of, source_of, to_plain
+from isaaclab_arena.env_spec.yaml_lines import line_of, source_of
 from isaaclab_arena.relations.relations import RELATION_KINDS, RelationBase
+from isaaclab_arena.utils.plain_data import plain
 
 
 def _sections(spec: SpecGraph) -> dict[str, list]:
@@ -52,9 +52,9 @@ def _flat_dict(spec: SpecGraph) -> dict:
         if nodes:
             out[key] = [n.to_dict() for n in nodes]
     if spec.placer_params:
-        out["placer_params"] = to_plain(spec.placer_params)
+        out["placer_params"] = plain(spec.placer_params)
     if spec.env_cfg_override:
-        out["env_cfg_override"] = to_plain(spec.env_cfg_override)
+        out["env_cfg_override"] = plain(spec.env_cfg_override)
     return out
 
 
@@ -147,9 +147,9 @@ def relation_to_node(subject_name: str, relation: RelationBase) -> RelationNode:
         if name not in accepted:
             continue
         default = accepted[name]
-        if default is not REQUIRED and plain_value(default) == plain_value(value):
+        if default is not REQUIRED and plain(default) == plain(value):
             continue
-        params[name] = plain_value(value)
+        params[name] = plain(value)
     reference = relation.parent.name if relation.parent is not None else None
     return RelationNode(cls.yaml_kind, subject_name, reference, params)
 
@@ -158,7 +158,6 @@ def _asset_params(asset) -> dict:
     """The registry params that rebuild ``asset``, with its current initial pose and collision mode."""
     from isaaclab_arena.assets.asset import Background
     from isaaclab_arena.assets.collision_mode import parse_collision_mode
-    from isaaclab_arena.utils.plain_data import plain
     from isaaclab_arena.utils.pose import Pose, parse_pose
 
     params = plain(copy.deepcopy(asset.registry_params))
@@ -232,7 +231,7 @@ def graph_from_arena_env(env, num_envs: int | None = None, cls: type[SpecGraph] 
                 nodes.append(node)
         relations = [relation_to_node(a.name, r) for a in env.assets for r in a.get_relations()]
         placer = placer_params_to_dict(env.placer_params)
-        overrides = to_plain(parse_env_cfg_override(dict(env.env_cfg_overrides or {}), None))
+        overrides = plain(parse_env_cfg_override(dict(env.env_cfg_overrides or {}), None))
         if overrides:
             check_env_cfg_paths(overrides, tuple(names))
     except SpecIssue as issue:

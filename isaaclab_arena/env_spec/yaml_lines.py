@@ -179,12 +179,3 @@ def find_non_finite(data: Any, path: str = "") -> tuple[str, Any, int | None] | 
             if found is not None:
                 return found[0], found[1], found[2] if found[2] is not None else line_of(data, i)
     return None
-
-
-def to_plain(data: Any) -> Any:
-    """``data`` with ``LineDict`` / ``LineList`` / tuples turned into plain dicts and lists (for dumping)."""
-    if isinstance(data, dict):
-        return {k: to_plain(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [to_plain(v) for v in data]
-    return data
