@@ -1,5 +1,6 @@
-"""Rank stage and the public entry point: ``ObjectPlacer`` compiles a scene once, then generates,
-solves, validates and ranks candidate batches; ``place()`` returns the best layout per env.
+"""``ObjectPlacer``: the public entry point of placement. It compiles a scene once, then runs the stages on
+candidate batches — solve (generate, optimise, modifiers and evaluation, fused), validate, rank — and
+``place()`` returns the best layout per env.
 
 A layout is a pure function of (scene, placement seed, env id, draw id): batch size and env count never
 change it. Positions are env-local metres, rotations xyzw.
@@ -12,20 +13,15 @@ from dataclasses import dataclass, field
 
 import torch
 
+from isaaclab_arena.relations.compile_problem import compile_placement_problem, placement_signature
+from isaaclab_arena.relations.evaluation import evaluate_poses
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch
-from isaaclab_arena.relations.placement_candidate_generator import (
-    PlacementCandidateGenerator,
-    as_id_tensor,
-    new_batch,
-)
-from isaaclab_arena.relations.placement_problem import (
-    PlacementProblem,
-    compile_placement_problem,
-    placement_signature,
-)
+from isaaclab_arena.relations.placement_candidate_generator import as_id_tensor, checked_ids
+from isaaclab_arena.relations.placement_diagnostics import RejectionRecord, batch_diagnostics, rejection_records
+from isaaclab_arena.relations.placement_problem import PlacementProblem
+from isaaclab_arena.relations.ranking import best_per_env
 from isaaclab_arena.relations.relation_solver import RelationSolver
-from isaaclab_arena.relations.validation.diagnostics import RejectionRecord, rejection_records, summary_lines
+from isaaclab_arena.relations.validation.results import ValidatedBatch
 from isaaclab_arena.relations.validation.runner import PlacementValidationRunner
 from isaaclab_arena.utils.pose import Pose
 
@@ -56,24 +52,6 @@ class PlacementResult:
     rejections: list[RejectionRecord] = field(default_factory=list)
 
 
-def rank_order(batch: PlacementCandidateBatch) -> torch.Tensor:
-    """Candidate indices grouped by env (ascending), each env's candidates ranked by required-check
-    failures, then optional-check failures, then loss."""
-    idx = torch.argsort(batch.loss, stable=True)
-    for key in (batch.optional_failures, batch.required_failures, batch.env_ids):
-        idx = idx[torch.argsort(key[idx], stable=True)]
-    return idx
-
-
-def best_per_env(batch: PlacementCandidateBatch) -> tuple[torch.Tensor, torch.Tensor]:
-    """(env ids present, index of each one's best-ranked candidate)."""
-    order = rank_order(batch)
-    envs = batch.env_ids[order]
-    first = torch.ones_like(envs, dtype=torch.bool)
-    first[1:] = envs[1:] != envs[:-1]
-    return envs[first], order[first]
-
-
 class ObjectPlacer:
     """Places relation-driven assets for every env.
 
@@ -92,13 +70,12 @@ class ObjectPlacer:
         seed = self.params.placement_seed
         self.placement_seed = int(seed) if seed is not None else int(torch.randint(0, 2**31 - 1, (1,)).item())
         self.solver = RelationSolver(self.params.solver_params)
-        self.generator = PlacementCandidateGenerator(self.solver)
         self._runner: PlacementValidationRunner | None = None
         self._problems: dict[tuple, PlacementProblem] = {}
 
     @property
     def runner(self) -> PlacementValidationRunner:
-        """Validators built once from the registry and enabled/required checks."""
+        """Validators chosen once from the registry and enabled/required checks."""
         if self._runner is None:
             self._runner = PlacementValidationRunner.from_params(self.params)
         return self._runner
@@ -115,35 +92,32 @@ class ObjectPlacer:
             self._problems[key] = problem
         return problem
 
-    def place_problem(self, problem: PlacementProblem, env_ids: torch.Tensor,
-                      draw_ids: torch.Tensor) -> PlacementCandidateBatch:
-        """Generate -> solve -> modifiers -> validate for already-compiled ``problem`` (the hot path).
-        ``env_ids`` / ``draw_ids``: (B,) int64 on the problem's device."""
+    def validate(self, problem: PlacementProblem, candidates) -> ValidatedBatch:
+        """The validate stage on an evaluated batch."""
         runner = self.runner
-        batch = self.solver.run_fused(problem, env_ids, draw_ids, runner.slot_modes)
-        runner.run(batch, problem.collision_objects if (runner.expensive or runner.custom) else None)
-        return batch
+        needs_objects = runner.custom or runner.expensive
+        return ValidatedBatch(candidates, runner.validate(candidates, problem.collision_objects if needs_objects
+                                                          else None))
 
-    def place_batch(self, assets, env_ids, draw_ids, num_envs: int, device: str = "cpu") -> PlacementCandidateBatch:
+    def place_problem(self, problem: PlacementProblem, env_ids: torch.Tensor, draw_ids: torch.Tensor) -> ValidatedBatch:
+        """Solve -> validate for an already-compiled ``problem`` (the hot path). ``env_ids`` / ``draw_ids``:
+        (B,) int64 on the problem's device."""
+        return self.validate(problem, self.solver.solve(problem, env_ids, draw_ids))
+
+    def place_batch(self, assets, env_ids, draw_ids, num_envs: int, device: str = "cpu") -> ValidatedBatch:
         """Solves and validates candidates (env_ids[k], draw_ids[k]) of the scene ``assets``."""
         problem = self.compile(assets, num_envs, device)
-        env_ids = as_id_tensor(env_ids, device, "env_ids")
-        draw_ids = as_id_tensor(draw_ids, device, "draw_ids")
-        if env_ids.shape != draw_ids.shape:
-            raise ValueError(f"env_ids {tuple(env_ids.shape)} and draw_ids {tuple(draw_ids.shape)} must have one shape")
-        if env_ids.numel() and (int(env_ids.min()) < 0 or int(env_ids.max()) >= num_envs):
-            raise ValueError(f"env_ids must lie in [0, {num_envs}) for num_envs={num_envs}")
-        batch = self.place_problem(problem, env_ids, draw_ids)
+        env_ids, draw_ids = checked_ids(problem, env_ids, draw_ids)
+        vb = self.place_problem(problem, env_ids, draw_ids)
         if self.params.verbose:
-            for line in summary_lines(batch):
-                print(line)
-        return batch
+            print("\n".join(batch_diagnostics(vb).console_lines()), flush=True)
+        return vb
 
     def validate_poses(self, assets, positions, rotations=None, env_ids=None, num_envs: int = 1,
-                       device: str = "cpu") -> PlacementCandidateBatch:
-        """Runs the enabled checks on given layouts (no solving): ``positions`` (B, n, 3) env-local metres
-        and ``rotations`` (B, n, 4) xyzw (identity when None) in the order of the compiled
-        ``object_names``, or a dict name -> (x, y, z) for a single layout."""
+                       device: str = "cpu") -> ValidatedBatch:
+        """Runs the enabled checks on given layouts (no solving): ``positions`` (B, n, 3) env-local metres and
+        ``rotations`` (B, n, 4) xyzw (identity when None) in the order of the compiled ``object_names``, or a
+        dict name -> (x, y, z) for a single layout."""
         problem = self.compile(assets, num_envs, device)
         names = problem.object_names
         if isinstance(positions, dict):
@@ -160,42 +134,33 @@ class ObjectPlacer:
             rot[..., 3] = 1.0
         else:
             rot = torch.as_tensor(rotations, dtype=torch.float32, device=device).reshape(b, len(names), 4)
-        env = torch.zeros(b, dtype=torch.int64, device=device) if env_ids is None else as_id_tensor(env_ids, device,
-                                                                                                   "env_ids")
-        batch = new_batch(problem, env, torch.zeros(b, dtype=torch.int64, device=device))
-        batch.positions.copy_(pos)
-        batch.rotations.copy_(rot)
-        batch.iterations.zero_()
-        from isaaclab_arena.relations.validation.kernel_checks import kernel_verdicts
-
-        kernel_verdicts(batch, write_loss=True)
-        self.runner.run(batch, problem.collision_objects)
-        return batch
+        env = (torch.zeros(b, dtype=torch.int64, device=device) if env_ids is None
+               else as_id_tensor(env_ids, device, "env_ids"))
+        return self.validate(problem, evaluate_poses(problem, env, pos, rot))
 
     def place(self, assets, num_envs: int = 1, device: str = "cpu", draw_offset: int = 0) -> list[PlacementResult]:
         """``max_placement_attempts`` candidates per env, ranked; the best one per env as a result.
 
-        With ``apply_positions_to_objects`` (the default) and ``num_envs == 1``, a successful result is
-        written back to the placed assets as ``asset.placed_pose`` (env-local, metres, xyzw; see
+        With ``apply_positions_to_objects`` (the default) and ``num_envs == 1``, a successful result is written
+        back to the placed assets as ``asset.placed_pose`` (env-local, metres, xyzw; see
         ``apply_placement_result``). Results of several envs, or a failed one, leave the assets untouched.
         """
         assets = list(assets)
         n = self.params.max_placement_attempts
         env_ids = torch.arange(num_envs, device=device).repeat_interleave(n)
         draw_ids = torch.arange(n, device=device).repeat(num_envs) + int(draw_offset)
-        batch = self.place_batch(assets, env_ids, draw_ids, num_envs, device)
-        envs, best = best_per_env(batch)
-        sub = batch.select(best)
-        recs = rejection_records(sub)
+        vb = self.place_batch(assets, env_ids, draw_ids, num_envs, device)
+        envs, best = best_per_env(vb)
+        sub = vb.select(best)
         by_cand: dict[int, list[RejectionRecord]] = {}
-        for r in recs:
+        for r in rejection_records(sub):
             by_cand.setdefault(r.candidate, []).append(r)
         results = []
-        for k, cand in enumerate(sub.candidates):
+        for k, cand in enumerate(sub.candidate_views):
             results.append(PlacementResult(
                 env_id=int(envs[k]), success=bool(sub.passed[k]), positions=cand.positions, rotations=cand.rotations,
                 loss=cand.loss, check_results=cand.check_results, sample_id=cand.sample_id,
-                rejections=[r for r in by_cand.get(k, []) if not cand.check_results.get(r.check, True)]))
+                rejections=by_cand.get(k, [])))
         if self.params.apply_positions_to_objects and num_envs == 1:
             apply_placement_result(assets, results[0])
         return results

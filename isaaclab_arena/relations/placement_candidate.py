@@ -1,19 +1,22 @@
-"""Candidates: one working layout of every placed object in one environment, and batches of them.
+"""Candidates: one layout of every placed object in one environment, and batches of them (values).
 
-A ``PlacementCandidateBatch`` holds B candidates as tensors (env-local metres, xyzw rotations); each
-``PlacementCandidate`` is a read-only per-candidate view (``batch.candidates``) for custom validators.
+A ``PlacementCandidateBatch`` holds B candidates as tensors (env-local metres, xyzw rotations) together
+with what the solve stage measured of them; stages return new batches and never change one in place.
+Each ``PlacementCandidate`` is a read-only per-candidate view (``batch.candidates``) for custom validators.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import torch
 
+from isaaclab_arena.relations.kinds import CHECK_SLOTS
+
 if TYPE_CHECKING:
     from isaaclab_arena.relations.placement_problem import PlacementProblem
-    from isaaclab_arena.relations.validation.runner import PlacementValidationResults
 
 
 @dataclass
@@ -25,8 +28,8 @@ class PlacementCandidate:
         sample_id: Draw index of the layout for that env (with the seed it fixes the random stream).
         positions: Object name -> (x, y, z) env-local origin, metres.
         rotations: Object name -> (x, y, z, w) quaternion.
-        bounds: Object name -> ((xmin, ymin, zmin), (xmax, ymax, zmax)) world-aligned bounds of the
-            rotated object, metres.
+        bounds: Object name -> ((xmin, ymin, zmin), (xmax, ymax, zmax)) world-aligned bounds of the rotated
+            object, metres.
         loss: Solver loss.
         check_results: Check name -> verdict (empty before validation).
     """
@@ -50,27 +53,28 @@ def quat_to_matrix(q: torch.Tensor) -> torch.Tensor:
     ], dim=-1).reshape(*q.shape[:-1], 3, 3)
 
 
-@dataclass
+@dataclass(frozen=True)
 class PlacementCandidateBatch:
-    """B candidate layouts (envs x attempts), solved and checked together.
+    """B candidate layouts (envs x attempts) of one compiled problem.
+
+    Generated batches carry poses only; solved (or evaluated) batches also carry the evaluation of the
+    final poses, fused into the solve stage for speed.
 
     Attributes:
-        object_names: Placed (non-anchor) objects, in tensor order.
+        problem: The compiled scene.
         env_ids / draw_ids: (B,) int64; a layout is a pure function of (scene, seed, env id, draw id).
-        positions: (B, n, 3) float32 env-local origins, metres.
+        positions: (B, n, 3) float32 env-local origins, metres (``object_names`` order).
         rotations: (B, n, 4) float32 xyzw.
-        loss: (B,) solver loss.
-        iterations: (B,) solver iterations each candidate used.
-        check_results: check name -> (B,) bool verdicts (filled by validation).
-        required_failures / optional_failures: (B,) int ranking keys.
-        passed: (B,) bool, every required check passed.
-        relation_excess / relation_cause: (B, R) per compiled relation: metres beyond what its check
-            accepts (<= 0 passing) and a cause code (0 none); see ``validation.diagnostics``.
+        loss: (B,) solver loss (None before solving).
+        iterations: (B,) solver iterations each candidate used (None before solving).
+        relation_excess / relation_cause: (B, R) per compiled relation: metres beyond what its check accepts
+            (<= 0 passing) and its kind's cause code (0 none).
         overlap_pair / overlap_depth: (B,) index of the most-penetrating no_overlap pair and its depth (m).
-        position_history: With ``RelationSolverParams.save_position_history``: (B, S, n, 3) float32
-            env-local positions (m) after 0, 10, 20, ... solver iterations (S = ``max_iters // 10 + 1``),
-            NaN for the snapshots after a candidate stopped; the final poses (modifiers applied) are
-            ``positions``. None when the flag is off.
+        builtin_verdicts: (B, K) bool verdict of each built-in check (``kinds.CHECK_SLOTS`` order).
+        builtin_fail_bits: (B,) int32, bit s set when built-in check slot s failed.
+        position_history: With ``RelationSolverParams.save_position_history``: (B, S, n, 3) float32 env-local
+            positions (m) after 0, 10, 20, ... solver iterations (S = ``max_iters // 10 + 1``), NaN after a
+            candidate stopped. None when the flag is off.
     """
 
     problem: "PlacementProblem"
@@ -78,21 +82,15 @@ class PlacementCandidateBatch:
     draw_ids: torch.Tensor
     positions: torch.Tensor
     rotations: torch.Tensor
-    loss: torch.Tensor
-    iterations: torch.Tensor
-    check_results: dict[str, torch.Tensor] = field(default_factory=dict)
-    required_failures: torch.Tensor | None = None
-    optional_failures: torch.Tensor | None = None
-    passed: torch.Tensor | None = None
+    loss: torch.Tensor | None = None
+    iterations: torch.Tensor | None = None
     relation_excess: torch.Tensor | None = None
     relation_cause: torch.Tensor | None = None
     overlap_pair: torch.Tensor | None = None
     overlap_depth: torch.Tensor | None = None
+    builtin_verdicts: torch.Tensor | None = None
+    builtin_fail_bits: torch.Tensor | None = None
     position_history: torch.Tensor | None = None
-    validation: "PlacementValidationResults | None" = None
-    _candidates: list | None = field(default=None, repr=False)
-    _kernel_checks: torch.Tensor | None = field(default=None, repr=False)
-    _kernel_counts: tuple | None = field(default=None, repr=False)
 
     @property
     def object_names(self) -> list[str]:
@@ -102,12 +100,21 @@ class PlacementCandidateBatch:
     def sample_ids(self) -> torch.Tensor:
         return self.draw_ids
 
+    @property
+    def evaluated(self) -> bool:
+        """Whether the built-in checks' verdicts and per-relation violations are present."""
+        return self.builtin_verdicts is not None
+
     def __len__(self) -> int:
         return int(self.env_ids.shape[0])
 
+    def builtin_verdict(self, check: str) -> torch.Tensor:
+        """(B,) bool verdict of built-in check ``check`` (a view)."""
+        return self.builtin_verdicts[:, CHECK_SLOTS.index(check)]
+
     @property
     def bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """World-aligned bounds (lo, hi), each (B, n, 3), of the rotated objects."""
+        """World-aligned bounds (lo, hi), each (B, n, 3), of the rotated objects (metres)."""
         e = self.env_ids
         n = self.problem.num_objects
         llo = self.problem.local_lo[e, :n]
@@ -117,46 +124,41 @@ class PlacementCandidateBatch:
         h = torch.einsum("bnij,bnj->bni", r.abs(), 0.5 * (lhi - llo))
         return self.positions + c - h, self.positions + c + h
 
-    @property
+    @cached_property
     def candidates(self) -> list[PlacementCandidate]:
-        """Per-candidate views (built on first use; positions are plain floats)."""
-        if self._candidates is None:
-            names = self.object_names
-            pos = self.positions.detach().cpu().tolist()
-            rot = self.rotations.detach().cpu().tolist()
-            lo, hi = self.bounds
-            lo, hi = lo.cpu().tolist(), hi.cpu().tolist()
-            env = self.env_ids.cpu().tolist()
-            draw = self.draw_ids.cpu().tolist()
-            loss = self.loss.cpu().tolist()
-            checks = {k: v.cpu().tolist() for k, v in self.check_results.items()}
-            self._candidates = [
-                PlacementCandidate(
-                    env_id=env[b], sample_id=draw[b],
-                    positions={n: tuple(pos[b][k]) for k, n in enumerate(names)},
-                    rotations={n: tuple(rot[b][k]) for k, n in enumerate(names)},
-                    bounds={n: (tuple(lo[b][k]), tuple(hi[b][k])) for k, n in enumerate(names)},
-                    loss=loss[b], check_results={c: bool(v[b]) for c, v in checks.items()})
-                for b in range(len(env))
-            ]
-        return self._candidates
+        """Per-candidate views (plain floats; ``check_results`` empty: verdicts live in the validation)."""
+        return candidate_views(self, {})
 
     def select(self, index: torch.Tensor) -> "PlacementCandidateBatch":
-        """A batch of the candidates at ``index`` (geometry and results kept together)."""
+        """A batch of the candidates at ``index`` (geometry and measurements kept together)."""
         def pick(t):
             return None if t is None else t[index]
 
-        return PlacementCandidateBatch(
-            problem=self.problem, env_ids=self.env_ids[index], draw_ids=self.draw_ids[index],
-            positions=self.positions[index], rotations=self.rotations[index], loss=self.loss[index],
-            iterations=self.iterations[index], check_results={k: v[index] for k, v in self.check_results.items()},
-            required_failures=pick(self.required_failures), optional_failures=pick(self.optional_failures),
-            passed=pick(self.passed), relation_excess=pick(self.relation_excess),
-            relation_cause=pick(self.relation_cause), overlap_pair=pick(self.overlap_pair),
-            overlap_depth=pick(self.overlap_depth), position_history=pick(self.position_history))
+        return replace(self, env_ids=self.env_ids[index], draw_ids=self.draw_ids[index],
+                       positions=self.positions[index], rotations=self.rotations[index], loss=pick(self.loss),
+                       iterations=pick(self.iterations), relation_excess=pick(self.relation_excess),
+                       relation_cause=pick(self.relation_cause), overlap_pair=pick(self.overlap_pair),
+                       overlap_depth=pick(self.overlap_depth), builtin_verdicts=pick(self.builtin_verdicts),
+                       builtin_fail_bits=pick(self.builtin_fail_bits), position_history=pick(self.position_history))
 
-    def invalidate(self) -> None:
-        """Call after changing positions/rotations in place: drops cached views and kernel verdicts."""
-        self._candidates = None
-        self._kernel_checks = None
-        self._kernel_counts = None
+
+def candidate_views(batch: PlacementCandidateBatch, verdicts: dict[str, torch.Tensor]) -> list[PlacementCandidate]:
+    """One ``PlacementCandidate`` per candidate of ``batch``, with ``verdicts`` (check -> (B,) bool)."""
+    names = batch.object_names
+    pos = batch.positions.detach().cpu().tolist()
+    rot = batch.rotations.detach().cpu().tolist()
+    lo, hi = batch.bounds
+    lo, hi = lo.cpu().tolist(), hi.cpu().tolist()
+    env = batch.env_ids.cpu().tolist()
+    draw = batch.draw_ids.cpu().tolist()
+    loss = batch.loss.cpu().tolist() if batch.loss is not None else [float("nan")] * len(env)
+    checks = {k: v.cpu().tolist() for k, v in verdicts.items()}
+    return [
+        PlacementCandidate(
+            env_id=env[b], sample_id=draw[b],
+            positions={n: tuple(pos[b][k]) for k, n in enumerate(names)},
+            rotations={n: tuple(rot[b][k]) for k, n in enumerate(names)},
+            bounds={n: (tuple(lo[b][k]), tuple(hi[b][k])) for k, n in enumerate(names)},
+            loss=loss[b], check_results={c: bool(v[b]) for c, v in checks.items()})
+        for b in range(len(env))
+    ]

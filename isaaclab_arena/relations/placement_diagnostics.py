@@ -1,20 +1,19 @@
-"""Placement diagnostics: what each pool fill's candidate batches did and why checks rejected them.
+"""Placement diagnostics: why candidates failed, per candidate and per batch, and what each pool fill did.
 
-Per batch: candidates validated, candidates that passed every required check, per-check run/pass counts
-(``<check>=<passed>/<evaluated>``; expensive checks run only on survivors, so ``evaluated`` may be < N),
-rejection causes with counts and one measured violation each, and the envs that fell back to best-loss
-layouts. A cause names the object, the relation and what failed (``'bowl' next_to(mug, positive_x): on the
-wrong side``) and carries no measured value, so identical causes count together; the violation is how far
-(metres) the worst candidate of that cause lies beyond what the check accepts.
+A rejection has a cause that names the object, the relation and the failure (``'bowl' next_to(mug,
+positive_x): on the wrong side``; the text comes from the relation kind's cause codes) without measured
+values, so identical causes count together, and a violation: how far (metres) the candidate lies beyond
+what the check accepts. Built-in checks get named causes from the solve stage's per-relation tables and
+worst overlapping pair; custom and expensive validators get one ``check failed`` cause.
 
-Printed after each batch in the spec's console form::
+After each batch one summary is printed::
 
     [placement] Validated <N> candidate layout(s); passed per check: <check>=<passed>/<evaluated>, ...
       <check>: <cause>: <count> rejected (e.g. by <v> m, env <e>)
 
-and written as JSON (``placement_diagnostics.json``, atomically) under the run's output directory.
-Causes are grouped with batched torch ops (one ``unique`` per batch); the only Python loop is over the
-distinct causes. Imports no simulator.
+``PlacementDiagnostics`` collects every fill's batches and fallbacks and writes them as JSON
+(``placement_diagnostics.json``, atomically) under the run's output directory. Causes are grouped with
+batched torch ops (one ``unique`` per batch); the only Python loop is over the distinct causes.
 """
 
 from __future__ import annotations
@@ -25,17 +24,136 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from isaaclab_arena.relations.validation.results import ValidatedBatch
+
+
+@dataclass(frozen=True)
+class RejectionRecord:
+    """One reason one candidate failed one check."""
+
+    candidate: int
+    env_id: int
+    check: str
+    cause: str
+    violation_m: float
+
+    @property
+    def violation(self) -> str:
+        return f"by {self.violation_m:.3f} m"
+
 
 @dataclass
 class RejectionCause:
-    """One kind of rejection: which check, what failed (object, relation, failure), how often, and the
-    worst measured violation (metres) with the env of that candidate."""
+    """One kind of rejection: which check, what failed (object, relation, failure), how often, and the worst
+    measured violation (metres) with the env of that candidate."""
 
     check: str
     cause: str
     count: int
     example_violation: float | None = None
     example_env: int | None = None
+
+    def line(self) -> str:
+        ex = "" if self.example_violation is None else f"by {self.example_violation:.3f} m, "
+        env = "" if self.example_env is None else f"env {self.example_env}"
+        return f"  {self.check}: {self.cause}: {self.count} rejected (e.g. {ex}{env})"
+
+
+def _failed_masks(vb: ValidatedBatch) -> dict[str, torch.Tensor]:
+    """check -> (B,) bool on the host: the check ran and failed."""
+    v = vb.validation
+    return {c: (~v.verdicts[c] & v.evaluated_mask(c)).cpu() for c in v.checks}
+
+
+def _relation_failures(vb: ValidatedBatch, failed: dict[str, torch.Tensor]):
+    """(candidate idx, relation idx, cause code, excess) of every relation whose check failed for that
+    candidate, and the no_overlap failures (candidate idx, pair, depth); host tensors."""
+    b = vb.candidates
+    problem = b.problem
+    ov = failed.get("no_overlap")
+    if ov is not None and b.overlap_depth is not None:
+        ov = ov & (b.overlap_depth.cpu() > problem.slack)
+        ov_idx = ov.nonzero().flatten()
+        ov_out = (ov_idx, b.overlap_pair.cpu().long()[ov_idx], b.overlap_depth.cpu().float()[ov_idx])
+    else:
+        ov_out = None
+    rel_out = None
+    if problem.num_relations and b.relation_cause is not None:
+        cause = b.relation_cause.cpu().long()
+        col_failed = torch.zeros_like(cause, dtype=torch.bool)
+        for r, rel in enumerate(problem.relations):  # a relation counts only where its check failed
+            if rel.check in failed:
+                col_failed[:, r] = failed[rel.check]
+        bi, ri = ((cause != 0) & col_failed).nonzero(as_tuple=True)
+        rel_out = (bi, ri, cause[bi, ri], b.relation_excess.cpu().float()[bi, ri])
+    return ov_out, rel_out
+
+
+def _group_max(keys: torch.Tensor, values: torch.Tensor):
+    """Distinct ``keys`` with their counts and, per key, the largest value and the index (into ``keys``) of it."""
+    uniq, inv, counts = torch.unique(keys, return_inverse=True, return_counts=True)
+    best = torch.full((uniq.numel(),), -float("inf"), dtype=values.dtype).scatter_reduce(0, inv, values, reduce="amax")
+    is_best = values == best[inv]
+    pos = torch.arange(keys.numel())
+    arg = torch.full((uniq.numel(),), keys.numel(), dtype=torch.long)
+    arg = arg.scatter_reduce(0, inv[is_best], pos[is_best], reduce="amin")
+    return uniq, counts, best, arg
+
+
+def rejection_causes(vb: ValidatedBatch) -> list[RejectionCause]:
+    """Every distinct rejection cause of a validated batch with its count and worst example, in check order."""
+    problem = vb.problem
+    env_ids = vb.env_ids.cpu()
+    failed = _failed_masks(vb)
+    ov, rel = _relation_failures(vb, failed)
+    out: list[RejectionCause] = []
+    named: set[str] = set()
+    if ov is not None and ov[0].numel():
+        named.add("no_overlap")
+        uniq, counts, best, arg = _group_max(ov[1], ov[2])
+        for k, n, v, a in zip(uniq.tolist(), counts.tolist(), best.tolist(), arg.tolist()):
+            a_name, b_name = problem.pair_names(k)
+            out.append(RejectionCause("no_overlap", f"'{a_name}' overlaps '{b_name}'", n, v, int(env_ids[ov[0][a]])))
+    if rel is not None and rel[0].numel():
+        bi, ri, code, excess = rel
+        width = int(code.max()) + 1
+        uniq, counts, best, arg = _group_max(ri * width + code, excess)
+        for key, n, v, a in zip(uniq.tolist(), counts.tolist(), best.tolist(), arg.tolist()):
+            cr = problem.relations[key // width]
+            named.add(cr.check)
+            out.append(RejectionCause(cr.check, f"{cr.description}: {cr.kind.cause_text(key % width)}", n,
+                                      max(v, 0.0), int(env_ids[bi[a]])))
+    for check, bad in failed.items():
+        count = int(bad.sum())
+        if count and check not in named:
+            out.append(RejectionCause(check, "check failed", count, None, int(env_ids[int(bad.nonzero()[0])])))
+    order = list(vb.validation.checks)
+    out.sort(key=lambda r: (order.index(r.check) if r.check in order else len(order), -r.count))
+    return out
+
+
+def rejection_records(vb: ValidatedBatch) -> list[RejectionRecord]:
+    """Every (candidate, check, cause, violation) of a validated batch (host loop over failures: for the
+    few best candidates of ``ObjectPlacer.place``, not for whole pools)."""
+    problem = vb.problem
+    env = vb.env_ids.cpu().tolist()
+    failed = _failed_masks(vb)
+    ov, rel = _relation_failures(vb, failed)
+    out: list[RejectionRecord] = []
+    if ov is not None:
+        for b, k, d in zip(*(t.tolist() for t in ov)):
+            a_name, b_name = problem.pair_names(k)
+            out.append(RejectionRecord(b, env[b], "no_overlap", f"'{a_name}' overlaps '{b_name}'", d))
+    if rel is not None:
+        for b, r, c, x in zip(*(t.tolist() for t in rel)):
+            cr = problem.relations[r]
+            out.append(RejectionRecord(b, env[b], cr.check, f"{cr.description}: {cr.kind.cause_text(c)}", x))
+    named = {(r.candidate, r.check) for r in out}
+    for check, bad in failed.items():
+        for b in bad.nonzero().flatten().tolist():
+            if (b, check) not in named:
+                out.append(RejectionRecord(b, env[b], check, "check failed", float("nan")))
+    return out
 
 
 @dataclass
@@ -51,11 +169,15 @@ class BatchDiagnostics:
     def console_lines(self) -> list[str]:
         per_check = ", ".join(f"{c}={v['passed']}/{v['evaluated']}" for c, v in self.checks.items())
         lines = [f"[placement] Validated {self.num_candidates} candidate layout(s); passed per check: {per_check}"]
-        for r in self.rejections:
-            ex = "" if r.example_violation is None else f"by {r.example_violation:.3f} m, "
-            env = "" if r.example_env is None else f"env {r.example_env}"
-            lines.append(f"  {r.check}: {r.cause}: {r.count} rejected (e.g. {ex}{env})")
-        return lines
+        return lines + [r.line() for r in self.rejections]
+
+
+def batch_diagnostics(vb: ValidatedBatch, fill_index: int = 0, batch_index: int = 0) -> BatchDiagnostics:
+    """The summary of one validated batch (one host copy of the verdicts)."""
+    counts = vb.validation.counts()
+    checks = {c: {"passed": p, "evaluated": e} for c, (p, e) in counts.items()}
+    return BatchDiagnostics(fill_index, batch_index, len(vb), int(vb.passed.sum()), checks, rejection_causes(vb),
+                            vb.env_ids.unique().cpu().tolist())
 
 
 @dataclass
@@ -68,72 +190,6 @@ class FillDiagnostics:
     fallback_envs: list[int] = field(default_factory=list)
     fallback_slots: int = 0
     available_per_env: list[int] = field(default_factory=list)
-
-
-def _evaluated_masks(batch) -> dict:
-    res = getattr(batch, "validation", None)
-    if res is not None and getattr(res, "evaluated", None):
-        return res.evaluated
-    return getattr(batch, "check_evaluated", None) or {}
-
-
-def _group_max(keys: torch.Tensor, values: torch.Tensor):
-    """Distinct ``keys`` with their counts and, per key, the index (into ``keys``) of its largest value."""
-    uniq, inv, counts = torch.unique(keys, return_inverse=True, return_counts=True)
-    best = torch.full((uniq.numel(),), -float("inf"), dtype=values.dtype)
-    best = best.scatter_reduce(0, inv, values, reduce="amax")
-    is_best = values == best[inv]
-    pos = torch.arange(keys.numel())
-    arg = torch.full((uniq.numel(),), keys.numel(), dtype=torch.long)
-    arg = arg.scatter_reduce(0, inv[is_best], pos[is_best], reduce="amin")
-    return uniq, counts, best, arg
-
-
-def _relation_causes(batch, env_ids: torch.Tensor, failed: dict[str, torch.Tensor]) -> list[RejectionCause]:
-    """Causes of the kernel-backed checks, from the per-relation excess/cause tables and the worst pair."""
-    problem = getattr(batch, "problem", None)
-    out: list[RejectionCause] = []
-    handled: set[str] = set()
-    if problem is None:
-        return out
-    from isaaclab_arena.relations.validation.diagnostics import CAUSES
-    from isaaclab_arena.relations.validation.kernel_checks import kernel_verdicts
-
-    kernel_verdicts(batch)
-    env_ids = env_ids.cpu()
-    if "no_overlap" in failed and batch.overlap_depth is not None:
-        handled.add("no_overlap")
-        bad = failed["no_overlap"] & (batch.overlap_depth.cpu() > problem.tables.slack)
-        idx = bad.nonzero().flatten()
-        if idx.numel():
-            uniq, counts, best, arg = _group_max(batch.overlap_pair.cpu().long()[idx],
-                                                 batch.overlap_depth.cpu().float()[idx])
-            for k, n, v, a in zip(uniq.tolist(), counts.tolist(), best.tolist(), arg.tolist()):
-                a_name, b_name = problem.pair_names(k)
-                out.append(RejectionCause("no_overlap", f"'{a_name}' overlaps '{b_name}'", n, v,
-                                          int(env_ids[idx[a]])))
-    if problem.num_relations and batch.relation_cause is not None:
-        cause = batch.relation_cause.cpu().long()
-        excess = batch.relation_excess.cpu().float()
-        checks = [rel.check for rel in problem.relations]
-        # a relation's failure counts only where its check failed (and ran) for that candidate
-        col_failed = torch.zeros_like(cause, dtype=torch.bool)
-        for r, check in enumerate(checks):
-            if check in failed:
-                col_failed[:, r] = failed[check]
-                handled.add(check)
-        b_idx, r_idx = ((cause != 0) & col_failed).nonzero(as_tuple=True)
-        if b_idx.numel():
-            code = cause[b_idx, r_idx]
-            width = int(code.max()) + 1
-            uniq, counts, best, arg = _group_max(r_idx * width + code, excess[b_idx, r_idx])
-            for key, n, v, a in zip(uniq.tolist(), counts.tolist(), best.tolist(), arg.tolist()):
-                rel = problem.relations[key // width]
-                text = CAUSES.get(type(rel.relation), {}).get(key % width, "violated")
-                out.append(RejectionCause(rel.check, f"{rel.description}: {text}", n, max(v, 0.0),
-                                          int(env_ids[b_idx[a]])))
-    batch._diag_handled = handled
-    return out
 
 
 class PlacementDiagnostics:
@@ -155,50 +211,12 @@ class PlacementDiagnostics:
         self.fills.append(fill)
         return fill
 
-    def record_batch(self, fill: FillDiagnostics, batch, env_ids: torch.Tensor, required: list[str]) -> BatchDiagnostics:
-        """Summarises one validated ``PlacementCandidateBatch`` (verdicts, evaluated masks, causes)."""
-        n = int(batch.passed.shape[0])
-        evaluated_masks = _evaluated_masks(batch)
-        names = list(batch.check_results)
-        # verdicts and evaluated masks are stacked on the batch's device and copied to the host once
-        # (a device batch costs one transfer per batch, not two per check)
-        dev = batch.passed.device
-        ok = torch.stack([batch.check_results[c].detach().to(dev, torch.bool) for c in names]
-                         + [batch.passed.detach().to(dev, torch.bool)]).cpu()
-        ev = torch.ones(len(names), n, dtype=torch.bool, device=dev)
-        for i, c in enumerate(names):
-            if evaluated_masks.get(c) is not None:
-                ev[i] = evaluated_masks[c].detach().to(dev, torch.bool)
-        ev = ev.cpu()
-        num_passed = int(ok[-1].sum())
-        ok = ok[:-1]
-        passed_counts = (ok & ev).sum(1).tolist()
-        evaluated_counts = ev.sum(1).tolist()
-        checks = {c: {"passed": p, "evaluated": e} for c, p, e in zip(names, passed_counts, evaluated_counts)}
-        failed = {c: ~ok[i] & ev[i] for i, c in enumerate(names)}
-        env_ids = env_ids.cpu()
-        diag = BatchDiagnostics(fill.fill_index, len(fill.batches), n, num_passed, checks,
-                                self._rejections(batch, env_ids, failed), env_ids.unique().tolist())
+    def record_batch(self, fill: FillDiagnostics, vb: ValidatedBatch) -> BatchDiagnostics:
+        diag = batch_diagnostics(vb, fill.fill_index, len(fill.batches))
         fill.batches.append(diag)
         if self.verbose:
             print("\n".join(diag.console_lines()), flush=True)
         return diag
-
-    @staticmethod
-    def _rejections(batch, env_ids: torch.Tensor, failed: dict[str, torch.Tensor]) -> list[RejectionCause]:
-        """Named causes for the built-in checks; one ``check failed`` line for checks without cause tables
-        (custom and expensive validators), with the env of the first failing candidate."""
-        out = _relation_causes(batch, env_ids, failed)
-        handled = getattr(batch, "_diag_handled", set())
-        env_ids = env_ids.cpu()
-        for check, bad in failed.items():
-            count = int(bad.sum())
-            if count == 0 or check in handled and any(r.check == check for r in out):
-                continue
-            out.append(RejectionCause(check, "check failed", count, None, int(env_ids[int(bad.nonzero()[0])])))
-        order = list(failed)
-        out.sort(key=lambda r: (order.index(r.check) if r.check in order else len(order), -r.count))
-        return out
 
     def end_fill(self, fill: FillDiagnostics, fallback_envs: list[int], fallback_slots: int,
                  available_per_env: list[int]) -> None:

@@ -29,18 +29,7 @@ import torch
 
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.placement_diagnostics import PlacementDiagnostics
-
-
-def _segment_rank(env_of: torch.Tensor, mask: torch.Tensor, num_envs: int) -> torch.Tensor:
-    """For candidates already sorted by env, the 0-based rank of each masked candidate among its env's masked
-    candidates (unmasked entries get a large value)."""
-    m = mask.to(torch.long)
-    csum = torch.cumsum(m, 0)
-    # masked count before each env's segment start
-    counts = torch.zeros(num_envs, dtype=torch.long, device=env_of.device).index_add_(0, env_of, m)
-    before = torch.cumsum(counts, 0) - counts
-    rank = csum - 1 - before[env_of]
-    return torch.where(mask, rank, torch.full_like(rank, 1 << 40))
+from isaaclab_arena.relations.ranking import rank_order, rank_within_env
 
 
 class PooledObjectPlacer:
@@ -68,14 +57,7 @@ class PooledObjectPlacer:
         self.device = torch.device(device)
         self.member_indices = dict(member_indices or {})
         if placer is None:
-            try:
-                from isaaclab_arena.relations.object_placer import ObjectPlacer
-            except ModuleNotFoundError as err:
-                if "object_placer" not in str(err):
-                    raise
-                raise RuntimeError("relation placement needs the solver (isaaclab_arena.relations.object_placer), "
-                                   "which is not in this checkout; build with solve_relations=False "
-                                   "(--no_solve_relations) to use initial poses") from None
+            from isaaclab_arena.relations.object_placer import ObjectPlacer
 
             placer = ObjectPlacer(self.params)
         self.placer = placer
@@ -109,10 +91,6 @@ class PooledObjectPlacer:
         return getattr(self.placer, "placement_seed", self.params.placement_seed)
 
     # ---- filling -------------------------------------------------------------------------------------------
-    def _required(self) -> list[str]:
-        req = self.params.required_checks
-        return list(self.check_names) if req is None else [c for c in req if c in self.check_names]
-
     def _ids(self, env_ids) -> torch.Tensor:
         """``env_ids`` (tensor on any device, list or range) as int64 on the pool device."""
         return torch.as_tensor(env_ids, dtype=torch.long).to(self.device)
@@ -122,7 +100,7 @@ class PooledObjectPlacer:
 
     def _allocate(self, batch) -> None:
         self.object_names = list(batch.object_names)
-        self.check_names = list(batch.check_results.keys())
+        self.check_names = list(batch.validation.checks)
         E, L, n = self.num_envs, self.layouts_per_env, len(self.object_names)
         self.poses = torch.zeros(E, L, n, 7, device=self.device)
         self.slot_checks = torch.zeros(E, L, len(self.check_names), dtype=torch.bool, device=self.device)
@@ -150,12 +128,12 @@ class PooledObjectPlacer:
             batch = self._place(env_ids, draw_ids)
             if self.poses is None:
                 self._allocate(batch)
-            self.diagnostics.record_batch(fill, batch, env_ids, self._required())
-            order, ranked = self._rank(batch, env_ids)
-            ranked["draw"] = draw_ids
+            self.diagnostics.record_batch(fill, batch)
+            order = rank_order(batch)
+            ranked = {"passed": batch.passed[order], "loss": batch.loss, "draw": draw_ids}
             passed = ranked["passed"]
             env_sorted = env_ids[order]
-            rank = _segment_rank(env_sorted, passed, E)
+            rank = rank_within_env(env_sorted, passed, E)
             missing = (L - filled)[env_sorted]
             take = passed & (rank < missing)
             self._store(env_sorted[take], (filled[env_sorted] + rank)[take], order[take], batch, ranked, fallback=False)
@@ -169,7 +147,7 @@ class PooledObjectPlacer:
                 raise RuntimeError(self._failure_message(short, filled, envs, last, max_batches, fill))
             batch, env_ids, order, ranked, env_sorted = last
             failing = ~ranked["passed"]
-            rank = _segment_rank(env_sorted, failing, E)
+            rank = rank_within_env(env_sorted, failing, E)
             missing = (L - filled)[env_sorted]
             take = failing & (rank < missing)
             self._store(env_sorted[take], (filled[env_sorted] + rank)[take], order[take], batch, ranked, fallback=True)
@@ -180,20 +158,6 @@ class PooledObjectPlacer:
         self.remaining[envs] = filled[envs]
         self.num_fills += 1
         self.diagnostics.end_fill(fill, short.tolist(), fallback_slots, filled[envs].tolist())
-
-    def _rank(self, batch, env_ids: torch.Tensor):
-        """Sort order over candidates by (env, required failures, optional failures, loss), all ascending
-        (stable argsorts on the pool device)."""
-        dev = lambda t: t.detach().to(self.device)  # noqa: E731
-        loss = dev(batch.loss).float()
-        req = dev(batch.required_failures).long()
-        opt = dev(batch.optional_failures).long()
-        order = torch.argsort(loss, stable=True)
-        order = order[torch.argsort(opt[order], stable=True)]
-        order = order[torch.argsort(req[order], stable=True)]
-        order = order[torch.argsort(env_ids[order], stable=True)]
-        passed = dev(batch.passed).to(torch.bool)[order]
-        return order, {"passed": passed, "loss": loss}
 
     def _store(self, envs, slots, cand, batch, ranked, fallback: bool) -> None:
         if envs.numel() == 0:

@@ -1,58 +1,39 @@
-"""Evaluation of every relation and the no-overlap term of one candidate: the solver's final loss and
-the inexpensive checks' verdicts come from this one function (and the violation functions it calls)."""
+"""Evaluation of every relation and the no-overlap term of one candidate: the solver's final loss and the
+inexpensive checks' verdicts come from this one function (and the kinds' violation functions)."""
 
 from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.geometry import BIG
+from isaaclab_arena.relations.kernels.geometry import BIG, overlap_depth
 from isaaclab_arena.relations.kernels.tables import (
-    KIND_ALIGN,
-    KIND_CLUTTER,
-    KIND_FACE_TO,
-    KIND_NEXT_TO,
-    KIND_NOT_NEXT_TO,
-    KIND_ON,
-    NUM_KINDS,
-    NUM_SLOTS,
-    RF_W,
-    SLOT_ALIGN,
-    SLOT_CLUTTER,
-    SLOT_FACE_TO,
-    SLOT_NEXT_TO,
-    SLOT_NO_OVERLAP,
-    SLOT_NOT_NEXT_TO,
-    SLOT_ON,
+    PF_CLEARANCE,
+    RI_AXIS,
+    RI_CHILD,
+    RI_FLAG,
+    RI_PARENT,
+    RI_ROW,
     CandidateState,
     SceneTables,
     SolveOutputs,
+    obj_bounds,
 )
-from isaaclab_arena.relations.kernels.violations import obj_bounds, overlap_depth, relation_violation
+from isaaclab_arena.relations.kinds.dispatch import NUM_KINDS, NUM_SLOTS, SLOTS, VIOLATION_FUNCS
+from isaaclab_arena.relations.kinds.kind import WEIGHT
 
 
 @wp.func
-def check_slot(kind: int) -> int:
-    """Verdict slot of the check of a relation kind (-1: a solver objective only, no check)."""
-    if kind == KIND_ON:
-        return SLOT_ON
-    if kind == KIND_CLUTTER:
-        return SLOT_CLUTTER
-    if kind == KIND_NEXT_TO:
-        return SLOT_NEXT_TO
-    if kind == KIND_NOT_NEXT_TO:
-        return SLOT_NOT_NEXT_TO
-    if kind == KIND_ALIGN:
-        return SLOT_ALIGN
-    if kind == KIND_FACE_TO:
-        return SLOT_FACE_TO
-    return -1
+def passes(excess: float, slack: float) -> bool:
+    """The one acceptance rule of every check: the excess over its limit is at most the slack (metres)."""
+    return excess <= slack
 
 
 @wp.func
 def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write: int, O: SolveOutputs) -> float:
-    """Returns the candidate's loss (sum of slope * weight * positive excess per relation, plus the
-    no-overlap slope times the clearance-grown penetration of every pair). With ``write`` set, also
-    stores every relation's excess and cause, the worst overlapping pair, and one verdict per check."""
+    """Returns the candidate's loss (sum of slope x weight x positive excess per relation, plus the
+    no-overlap slope times the clearance-grown penetration of every pair). With ``write`` set, also stores
+    every relation's excess and cause, the worst overlapping pair, one verdict per check slot and the
+    failed-slot bits."""
     slack = T.slack
     loss = float(0.0)
     worst = float(-BIG)
@@ -65,34 +46,35 @@ def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write:
         if d > worst:
             worst = d
             wk = k
-        dc = overlap_depth(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][0])
+        dc = overlap_depth(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][PF_CLEARANCE])
         if dc > 0.0:
             loss += T.pair_w * dc
     fails = int(0)  # bit s set: check slot s failed
-    if worst > slack:
-        fails = 1 << SLOT_NO_OVERLAP
-    for r in range(T.kind_start[NUM_KINDS]):
-        ri = T.rel_i[r]
-        f = T.rel_f[r]
-        kind = ri[0]
-        c = ri[1]
-        clo, chi = obj_bounds(T, S, b, e, c)
-        plo = clo
-        phi = chi
-        if ri[2] >= 0:
-            plo, phi = obj_bounds(T, S, b, e, ri[2])
-        ex, cause = relation_violation(kind, ri[3], ri[4], f, S.x[b, c], clo, chi, plo, phi, T.on_ztol, slack)
-        if kind != KIND_FACE_TO:
-            loss += f[RF_W] * wp.max(ex, 0.0)
-        slot = check_slot(kind)
-        if cause != 0 and slot >= 0:
-            fails = fails | (1 << slot)
-        if write != 0:
-            O.rel_excess[b, ri[5]] = ex
-            O.rel_cause[b, ri[5]] = cause
+    if not passes(worst, slack):
+        fails = 1
+    for kid in range(wp.static(NUM_KINDS)):
+        for r in range(T.kind_start[kid], T.kind_start[kid + 1]):
+            ri = T.rel_i[r]
+            f = T.rel_f[r]
+            c = ri[RI_CHILD]
+            clo, chi = obj_bounds(T, S, b, e, c)
+            plo = clo
+            phi = chi
+            if ri[RI_PARENT] >= 0:
+                plo, phi = obj_bounds(T, S, b, e, ri[RI_PARENT])
+            ex, cause = wp.static(VIOLATION_FUNCS[kid])(ri[RI_AXIS], ri[RI_FLAG], f, S.x[b, c], clo, chi, plo, phi,
+                                                        slack)
+            loss += f[WEIGHT] * wp.max(ex, 0.0)
+            if wp.static(SLOTS[kid] >= 0):
+                if cause != 0:
+                    fails = fails | wp.static(1 << max(SLOTS[kid], 0))
+            if write != 0:
+                O.rel_excess[b, ri[RI_ROW]] = ex
+                O.rel_cause[b, ri[RI_ROW]] = cause
     if write != 0:
         O.ov_pair[b] = wk
         O.ov_depth[b] = worst
+        O.fail_bits[b] = fails
         for s in range(NUM_SLOTS):
             O.checks[b, s] = (fails & (1 << s)) == 0
     return loss

@@ -97,6 +97,31 @@ def vmin3(v: wp.vec3) -> float:
     return wp.min(wp.min(v[0], v[1]), v[2])
 
 
+SHRINK = wp.constant(1.0e-5)  # projection targets lie this far inside an interval when it is wide enough
+
+
+@wp.func
+def flagged(excess: float, slack: float, cause: int):
+    """(excess, cause) when the excess is beyond the check's slack, else (excess, 0)."""
+    if excess > slack:
+        return excess, cause
+    return excess, 0
+
+
+@wp.func
+def shrunk(lo: float, hi: float):
+    """[lo, hi] moved inward by SHRINK on both ends when it stays non-empty."""
+    if hi - lo > 2.0 * SHRINK:
+        return lo + SHRINK, hi - SHRINK
+    return lo, hi
+
+
+@wp.func
+def overlap_depth(lo_i: wp.vec3, hi_i: wp.vec3, lo_j: wp.vec3, hi_j: wp.vec3, clearance: float) -> float:
+    """Penetration depth of two AABBs grown by clearance/2 each (<= 0: apart or touching)."""
+    return vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, clearance))
+
+
 @wp.func
 def unit(axis: int) -> wp.vec3:
     v = wp.vec3(0.0)

@@ -1,4 +1,4 @@
-"""FaceTo headings, RandomAroundSolution and the final evaluation (loss, checks, ranking keys)."""
+"""FaceTo headings, RandomAroundSolution and the final evaluation (loss, per-relation violations, verdicts)."""
 
 from __future__ import annotations
 
@@ -6,41 +6,52 @@ import warp as wp
 
 from isaaclab_arena.relations.kernels.evaluate import evaluate_candidate
 from isaaclab_arena.relations.kernels.geometry import candidate_rng, rotated_offsets, rpy_quat
-from isaaclab_arena.relations.kernels.solve import SolveSettings, face_to_update, project
+from isaaclab_arena.relations.kernels.poses import face_to_update
+from isaaclab_arena.relations.kernels.projection import project
+from isaaclab_arena.relations.kernels.settings import SolveSettings
 from isaaclab_arena.relations.kernels.tables import (
-    KIND_FACE_TO,
-    NUM_SLOTS,
+    OF_RANDOM_POS,
+    OF_RANDOM_ROT,
     OI_ORDER,
     OI_RANDOM,
     CandidateState,
     SceneTables,
     SolveOutputs,
 )
-
+from isaaclab_arena.relations.kinds.dispatch import FACE_TO
 
 FACE_ROUNDS = wp.constant(32)  # most heading / projection rounds after solving (FaceTo scenes)
 
 
 @wp.kernel(enable_backward=False)
-def finalize_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp.array(dtype=wp.int64),
-                    draw_ids: wp.array(dtype=wp.int64), O: SolveOutputs):
-    """FaceTo headings, RandomAroundSolution, then the final evaluation: with ``P.write_checks`` the
-    inexpensive checks' verdicts and per-relation violations of the final poses, and the loss (of the
-    solved poses, before RandomAroundSolution offsets, which ranking must not penalise)."""
+def finalize_kernel(
+    # Model:
+    T: SceneTables,
+    # Data in/out (state of candidate b):
+    S: CandidateState,
+    # Data in:
+    P: SolveSettings,
+    env_ids: wp.array(dtype=wp.int64),
+    draw_ids: wp.array(dtype=wp.int64),
+    # Data out:
+    O: SolveOutputs,
+):
+    """FaceTo headings, RandomAroundSolution, then the final evaluation: with ``P.write_checks`` every
+    relation's violation and cause and the built-in checks' verdicts of the final poses, and the loss (of
+    the solved poses, before RandomAroundSolution offsets, which ranking must not penalise)."""
     b = wp.tid()
     if O.iters[b] < 0:  # the optimisation loop was skipped (no candidate of the launch needed it)
         O.iters[b] = 0
     e = int(env_ids[b])
     n = T.n_mov
     st = candidate_rng(P.seed ^ 0x5BD1E995, e, int(draw_ids[b]))
-    has_face = T.kind_start[KIND_FACE_TO + 1] > T.kind_start[KIND_FACE_TO]
-    # ---- after solving: FaceTo headings, RandomAroundSolution (RotateAroundSolution is the base rotation)
+    has_face = T.kind_start[FACE_TO + 1] > T.kind_start[FACE_TO]
     solved_loss = float(-1.0)
     if P.do_post != 0:
         if has_face:
-            # final headings toward the solved targets, each followed by a projection with the refit
-            # bounds, until the projection no longer moves anything (then the headings are those of the
-            # final positions to within 1e-7 m of motion, and the bounds the checks see fit the supports)
+            # final headings toward the solved targets, each followed by a projection with the refit bounds,
+            # until the projection no longer moves anything (then the headings are those of the final
+            # positions to within 1e-7 m of motion, and the bounds the checks see fit the supports)
             for rnd in range(FACE_ROUNDS):
                 face_to_update(T, S, b, e)
                 moved = float(0.0)
@@ -58,11 +69,11 @@ def finalize_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids
                     # (the checks below still judge the final poses)
                     solved_loss = evaluate_candidate(T, S, b, e, 0, O)
                 of = T.obj_f[i]
-                d = wp.vec3(wp.randf(st, -1.0, 1.0) * of[4], wp.randf(st, -1.0, 1.0) * of[5],
-                            wp.randf(st, -1.0, 1.0) * of[6])
+                d = wp.vec3(wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS], wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS + 1],
+                            wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS + 2])
                 S.x[b, i] = S.x[b, i] + d
-                dq = rpy_quat(wp.randf(st, -1.0, 1.0) * of[7], wp.randf(st, -1.0, 1.0) * of[8],
-                              wp.randf(st, -1.0, 1.0) * of[9])
+                dq = rpy_quat(wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT], wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT + 1],
+                              wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT + 2])
                 q = wp.normalize(dq * S.rot[b, i])
                 S.rot[b, i] = q
                 lo, hi = rotated_offsets(q, T.local_lo[e, i], T.local_hi[e, i])
@@ -72,17 +83,3 @@ def finalize_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids
     if solved_loss >= 0.0:
         loss = solved_loss
     O.loss[b] = loss
-    if P.write_checks != 0:
-        # ranking keys over the built-in checks: slot_mode 2 required, 1 optional, 0 not enabled
-        req = int(0)
-        opt = int(0)
-        for s in range(NUM_SLOTS):
-            mode = P.slot_mode[s]
-            if not O.checks[b, s]:
-                if mode == 2:
-                    req += 1
-                elif mode == 1:
-                    opt += 1
-        O.counts[b, 0] = req
-        O.counts[b, 1] = opt
-        O.passed[b] = req == 0

@@ -1,7 +1,7 @@
-"""Initial candidates (the PlacementCandidateGenerator stage), one thread per candidate.
+"""Initial candidates (the generate stage), one thread per candidate.
 
-Each solve kernel lives in a module of its own, so that each compiled module holds its own copy of
-the helper functions with few call sites (the CPU compiler then inlines them).
+Each solve kernel lives in a module of its own, so that each compiled module holds its own copy of the
+helper functions with few call sites (the CPU compiler then inlines them).
 """
 
 from __future__ import annotations
@@ -9,17 +9,16 @@ from __future__ import annotations
 import warp as wp
 
 from isaaclab_arena.relations.kernels.geometry import BIG, PI, candidate_rng, yaw_quat
-from isaaclab_arena.relations.kernels.solve import (
-    SolveSettings,
+from isaaclab_arena.relations.kernels.poses import face_to_update, solver_offsets
+from isaaclab_arena.relations.kernels.projection import project, repair_shift
+from isaaclab_arena.relations.kernels.sampling import (
     clutter_miss,
     clutter_raise,
-    face_to_update,
+    draw_on_support,
     placed_penetration,
     placed_relation_penalty,
-    project,
-    repair_shift,
-    solver_offsets,
 )
+from isaaclab_arena.relations.kernels.settings import SolveSettings
 from isaaclab_arena.relations.kernels.tables import (
     FLAG_MOVABLE_PARENT,
     FLAG_PENALISED,
@@ -31,27 +30,42 @@ from isaaclab_arena.relations.kernels.tables import (
     OI_RANK,
     OI_SUPPORT,
     OI_YAW,
+    YAW_FACE_TO,
+    YAW_RANDOM,
     CandidateState,
     SceneTables,
     SolveOutputs,
+    obj_bounds,
 )
-from isaaclab_arena.relations.kernels.violations import clutter_region, obj_bounds
+from isaaclab_arena.relations.kinds import clutter_on
 
 
 @wp.kernel(enable_backward=False)
-def init_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp.array(dtype=wp.int64),
-                draw_ids: wp.array(dtype=wp.int64), O: SolveOutputs):
-    """Initial candidate b (PlacementCandidateGenerator)."""
+def init_kernel(
+    # Model:
+    T: SceneTables,
+    # Data in/out (state of candidate b):
+    S: CandidateState,
+    # Data in:
+    P: SolveSettings,
+    env_ids: wp.array(dtype=wp.int64),
+    draw_ids: wp.array(dtype=wp.int64),
+    # Data out:
+    O: SolveOutputs,
+):
+    """Initial candidate b: rotations, then positions in parents-first order, each object drawn on its
+    support (its ClutterOn release region), projected onto its relation intervals (a movable parent whose
+    relation cannot be met is shifted), ClutterOn releases raised; of ``init_tries`` draws the first free
+    of penetration with what is already placed is kept, else the least penetrating."""
     b = wp.tid()
     e = int(env_ids[b])
     st = candidate_rng(P.seed, e, int(draw_ids[b]))
     n = T.n_mov
     zero = wp.vec3(0.0)
-    # ---- initial candidate (PlacementCandidateGenerator): rotations, then On-tree positions
     for i in range(n):
         of = T.obj_f[i]
         q = wp.quat(of[0], of[1], of[2], of[3])
-        if T.obj_i[i][OI_YAW] == 1:
+        if T.obj_i[i][OI_YAW] == YAW_RANDOM:
             q = yaw_quat(wp.randf(st, -PI, PI)) * q
         S.rot[b, i] = q
         if (T.obj_i[i][OI_FLAGS] & FLAG_ROTATED) != 0:
@@ -71,7 +85,7 @@ def init_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp
         cl = oi[OI_CLUTTER]
         # a ClutterOn release with random yaw draws a fresh yaw on every try after the first, so a
         # footprint that does not fit the release region at one heading can fit at another
-        turn = cl >= 0 and oi[OI_YAW] == 1
+        turn = cl >= 0 and oi[OI_YAW] == YAW_RANDOM
         best = S.x[b, i]
         best_rot = S.rot[b, i]
         best_pen = float(BIG)
@@ -87,19 +101,13 @@ def init_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp
             slo, shi = obj_bounds(T, S, b, e, oi[OI_SUPPORT])
             top = shi[2]
             if cl >= 0:
-                slo, shi = clutter_region(slo, shi, T.rel_f[cl][0], T.rel_f[cl][3])
+                f = T.rel_f[cl]
+                slo, shi = clutter_on.region(slo, shi, f[clutter_on.SPREAD], f[clutter_on.MARGIN])
             olo = S.olo[b, i]
             ohi = S.ohi[b, i]
-            p = wp.vec3(0.0, 0.0, top - olo[2])
-            for a in range(2):
-                lo_c = slo[a] + 0.5 * (ohi[a] - olo[a])
-                hi_c = shi[a] - 0.5 * (ohi[a] - olo[a])
-                cc = 0.5 * (lo_c + hi_c)
-                if lo_c < hi_c:
-                    cc = wp.randf(st, lo_c, hi_c)
-                p[a] = cc - 0.5 * (olo[a] + ohi[a])
+            p, st = draw_on_support(st, slo, shi, olo, ohi, wp.vec3(0.0, 0.0, top - olo[2]))
             S.x[b, i] = p
-            if oi[OI_YAW] == 2:
+            if oi[OI_YAW] == YAW_FACE_TO:
                 face_to_update(T, S, b, e)
             # one projection call site (so it inlines): i, then a repaired parent, then i again
             target = i
@@ -117,7 +125,7 @@ def init_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp
             # (which solving cannot repair: it does not turn objects)
             miss = float(0.0)
             if cl >= 0:
-                clutter_raise(T, S, b, e, i, rank_i, T.rel_f[cl][2])
+                clutter_raise(T, S, b, e, i, rank_i, T.rel_f[cl][clutter_on.GAP])
                 miss = clutter_miss(T, S, b, e, cl)
             pen = placed_penetration(T, S, b, e, i, rank_i)
             if (oi[OI_FLAGS] & FLAG_PENALISED) != 0:
@@ -133,7 +141,7 @@ def init_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp
         if best_pen > 0.0:
             clean = 0
         S.x[b, i] = best
-        if oi[OI_YAW] == 2 or turn:
+        if oi[OI_YAW] == YAW_FACE_TO or turn:
             S.rot[b, i] = best_rot
             lo, hi = solver_offsets(best_rot, T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], oi[OI_RANDOM])
             S.olo[b, i] = lo

@@ -1,43 +1,49 @@
-"""The per-candidate projected-Adam loop (the RelationSolver stage)."""
+"""The per-candidate projected-Adam loop (the solve stage)."""
 
 from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.solve import (
-    HISTORY_EVERY,
-    SolveSettings,
-    face_to_update,
-    kick,
-    penalties,
-    project,
-    repair_shift,
-)
+from isaaclab_arena.relations.kernels.evaluate import passes
+from isaaclab_arena.relations.kernels.penalties import penalties
+from isaaclab_arena.relations.kernels.poses import face_to_update
+from isaaclab_arena.relations.kernels.projection import project, repair_shift
+from isaaclab_arena.relations.kernels.sampling import kick
+from isaaclab_arena.relations.kernels.settings import HISTORY_EVERY, SolveSettings
 from isaaclab_arena.relations.kernels.tables import (
     FLAG_MOVABLE_PARENT,
-    KIND_FACE_TO,
     OI_FLAGS,
     OI_ORDER,
     CandidateState,
     SceneTables,
     SolveOutputs,
 )
-
+from isaaclab_arena.relations.kinds.dispatch import FACE_TO
 
 KICK_FROM_ITER = wp.constant(100)  # first checkpoint (iterations) where a stuck candidate is restarted
 
 
 @wp.kernel(enable_backward=False)
-def iterate_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp.array(dtype=wp.int64),
-                   draw_ids: wp.array(dtype=wp.int64), O: SolveOutputs):
-    """Projected Adam on candidate b until its own exit test passes (RelationSolver).
+def iterate_kernel(
+    # Model:
+    T: SceneTables,
+    # Data in/out (state of candidate b):
+    S: CandidateState,
+    # Data in:
+    P: SolveSettings,
+    env_ids: wp.array(dtype=wp.int64),
+    draw_ids: wp.array(dtype=wp.int64),
+    # Data out:
+    O: SolveOutputs,
+):
+    """Projected Adam on candidate b until its own exit test passes.
 
     Exit tests, in order, each iteration: every penalised violation <= 0 at the solver's thresholds
-    (clearance included); the penalty loss below ``P.conv_loss`` (convergence_threshold) AND every
-    penalised violation <= 0 at the checks' thresholds; at a checkpoint, the checks' thresholds alone.
-    A checkpoint from KICK_FROM_ITER on whose checks still fail restarts the candidate (``kick``: one
-    object re-drawn from the candidate's seeded stream, everything re-projected, Adam moments reset).
-    With ``P.history_slots`` > 0, slot k of ``O.history`` gets the positions after 10 k iterations."""
+    (clearance included); the penalty loss below ``P.conv_loss`` (convergence_threshold) AND every penalised
+    term passing at the checks' thresholds; at a checkpoint, the checks' thresholds alone. A checkpoint from
+    KICK_FROM_ITER on whose checks still fail restarts the candidate (``kick``: one object re-drawn from the
+    candidate's seeded stream, everything re-projected, Adam moments reset). With ``P.history_slots`` > 0,
+    slot k of ``O.history`` gets the positions after 10 k iterations."""
     b = wp.tid()
     n = T.n_mov
     if O.iters[b] < 0:  # penalty-free initial candidate of an init_exact scene: nothing to solve
@@ -48,11 +54,10 @@ def iterate_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids:
         return
     e = int(env_ids[b])
     zero = wp.vec3(0.0)
-    has_face = T.kind_start[KIND_FACE_TO + 1] > T.kind_start[KIND_FACE_TO]
-    # ---- projected Adam, per-candidate early exit (RelationSolver)
-    # Each pass: FaceTo headings from the current positions (bounds refit), projection (skipped before
-    # the first step of a scene without FaceTo: the initial candidate is already projected), penalties
-    # and exit tests, then one Adam step. The projection has one call site, so that it inlines.
+    has_face = T.kind_start[FACE_TO + 1] > T.kind_start[FACE_TO]
+    # Each pass: FaceTo headings from the current positions (bounds refit), projection (skipped before the
+    # first step of a scene without FaceTo: the initial candidate is already projected), penalties and
+    # exit tests, then one Adam step. The projection has one call site, so that it inlines.
     it = int(0)
     cp = int(0)
     b1t = float(1.0)
@@ -60,14 +65,14 @@ def iterate_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids:
     kicked = int(0)
     while True:
         if has_face:
-            # FaceTo is re-evaluated during optimisation: the penalties, the exit tests and the
-            # projections see the bounds of the current headings
+            # FaceTo is re-evaluated during optimisation: the penalties, the exit tests and the projections
+            # see the bounds of the current headings
             face_to_update(T, S, b, e)
         if it > 0 or has_face or kicked != 0:
             for k in range(n):
                 i = T.obj_i[k][OI_ORDER]
-                # after a restart, as in initial sampling: a movable parent that the object's relation
-                # cannot be met beside (e.g. NextTo leaving the table) is shifted, then both re-projected
+                # after a restart, as in initial sampling: a movable parent that the object's relation cannot
+                # be met beside (e.g. NextTo leaving the table) is shifted, then both re-projected
                 repair = kicked != 0 and (T.obj_i[i][OI_FLAGS] & FLAG_MOVABLE_PARENT) != 0
                 target = i
                 for pstep in range(3):
@@ -90,8 +95,8 @@ def iterate_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids:
                     O.history[b, it // HISTORY_EVERY, i] = S.x[b, i]
         if vmax <= 0.0 or it >= P.max_iters:
             break
-        # the checks' thresholds are tested when the penalty loss is below convergence_threshold (a low
-        # loss alone never stops a candidate the checks would reject) and at each checkpoint
+        # the checks' thresholds are tested when the penalty loss is below convergence_threshold (a low loss
+        # alone never stops a candidate the checks would reject) and at each checkpoint
         check = ploss < P.conv_loss
         at_cp = False
         if cp < P.n_checkpoints:
@@ -101,7 +106,7 @@ def iterate_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids:
                 at_cp = True
         if check:
             vc, lc = penalties(T, S, b, e, 1, 0.0, 0)
-            if vc <= 0.0:
+            if passes(vc, T.slack):
                 break
             # a candidate still failing at a late checkpoint is in a local minimum (e.g. a NextTo pair
             # straddling a third object): restart the worst pair's object from a fresh draw

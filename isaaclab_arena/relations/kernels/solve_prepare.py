@@ -4,19 +4,31 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.solve import SolveSettings, project, solver_offsets
+from isaaclab_arena.relations.kernels.poses import solver_offsets
+from isaaclab_arena.relations.kernels.projection import project
+from isaaclab_arena.relations.kernels.settings import SolveSettings
 from isaaclab_arena.relations.kernels.tables import OI_ORDER, OI_RANDOM, CandidateState, SceneTables, SolveOutputs
 
 
 @wp.kernel(enable_backward=False)
-def prepare_kernel(T: SceneTables, S: CandidateState, P: SolveSettings, env_ids: wp.array(dtype=wp.int64),
-                   draw_ids: wp.array(dtype=wp.int64), O: SolveOutputs):
-    """Bounds and projection intervals of given positions (solving from an existing batch)."""
+def prepare_kernel(
+    # Model:
+    T: SceneTables,
+    # Data in/out (state of candidate b):
+    S: CandidateState,
+    # Data in:
+    P: SolveSettings,
+    env_ids: wp.array(dtype=wp.int64),
+    draw_ids: wp.array(dtype=wp.int64),
+    # Data out:
+    O: SolveOutputs,
+):
+    """The candidate's own positions and rotations: bounds refit, origins projected onto the relation
+    intervals, Adam moments cleared (solving from given candidates)."""
     b = wp.tid()
     e = int(env_ids[b])
     n = T.n_mov
     zero = wp.vec3(0.0)
-    # the candidate's own positions and rotations: refit bounds, project onto the relation intervals
     O.iters[b] = 0
     wp.atomic_add(O.pending, 0, 1)
     for i in range(n):

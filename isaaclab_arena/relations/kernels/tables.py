@@ -1,77 +1,118 @@
-"""The compiled scene as a small warp struct of packed tables.
+"""The compiled scene as a small warp struct of packed tables, and the per-candidate working state.
 
 Object indices: movable (placed) objects are ``0 .. n_mov-1``, fixed objects (anchors and passive
-obstacles) follow at ``n_mov .. n_all-1``. Per-env tables are indexed by env id first. Relations live
-in one table sorted by kind, so each relation kind is a contiguous row range (``kind_start``): a
+obstacles) follow at ``n_mov .. n_all-1``. Per-env tables are indexed by env id first. Relations live in
+one table sorted by kind id (``kinds.KINDS``), so each kind is a contiguous row range (``kind_start``): a
 kernel evaluates every relation of a kind for a candidate in one loop. Lengths are metres, angles
 radians, frames env-local world.
 
-The struct is kept small on purpose: warp passes structs to functions by value, so a struct of a
-few packed arrays costs little where a function is not inlined.
+Columns of the packed integer tables are named by ``RelationColumn`` / ``ObjectColumn`` (device constants
+``RI_*`` / ``OI_*``); a relation's float row is named by its kind module (``kinds/*.py``: ``ParamColumns``).
+The struct is kept small on purpose: warp passes structs to functions by value, so a struct of a few packed
+arrays costs little where a function is not inlined.
 """
 
 from __future__ import annotations
 
+from enum import IntEnum, IntFlag
+
 import warp as wp
 
-# Relation kinds. 0..5 are satisfied by projection onto per-axis intervals; the id is also their
-# priority when intervals of one object conflict on an axis (the highest wins).
-KIND_ALIGN = wp.constant(0)
-KIND_NEXT_TO = wp.constant(1)
-KIND_LIMITS = wp.constant(2)
-KIND_AT = wp.constant(3)
-KIND_CLUTTER = wp.constant(4)
-KIND_ON = wp.constant(5)
-KIND_NOT_NEXT_TO = wp.constant(6)
-KIND_CYLINDER = wp.constant(7)
-KIND_FACE_TO = wp.constant(8)
-NUM_KINDS = 9
+from isaaclab_arena.relations.kinds.kind import ROW_WIDTH, ParamRow
 
-# rel_i columns
-RI_KIND = wp.constant(0)
-RI_CHILD = wp.constant(1)
-RI_PARENT = wp.constant(2)
-RI_AXIS = wp.constant(3)
-RI_FLAG = wp.constant(4)
-RI_RID = wp.constant(5)
-RI_COLS = 6
-RF_COLS = 8
-RF_W = wp.constant(7)  # slope * relation_loss_weight
 
-# obj_i columns
-OI_YAW = wp.constant(0)  # 0 fixed, 1 random yaw, 2 FaceTo
-OI_SUPPORT = wp.constant(1)  # object whose bounds seed the initial sample
-OI_ORDER = wp.constant(2)  # row k holds the k-th object in parents-first order
-OI_CLUTTER = wp.constant(3)  # rel row of the object's ClutterOn, -1 none
-OI_RANDOM = wp.constant(4)  # 1 when RandomAroundSolution applies
-OI_PROJ0 = wp.constant(5)  # projection entries [proj0, proj1) in ``proj``
-OI_PROJ1 = wp.constant(6)
-OI_RANK = wp.constant(7)  # position of the object in the parents-first order
-OI_ADJ0 = wp.constant(8)  # no_overlap pairs of the object [adj0, adj1) in ``adj``
-OI_ADJ1 = wp.constant(9)
-OI_FLAGS = wp.constant(10)  # FLAG_* bits
+class RelationColumn(IntEnum):
+    """Columns of ``rel_i`` (one row per compiled relation)."""
+
+    KIND = 0  # kind id (index into kinds.KINDS)
+    SUBJECT = 1  # movable object index
+    PARENT = 2  # object index of the parent, -1 for none
+    AXIS = 3  # axis column of the kind's packing
+    FLAG = 4  # flag column of the kind's packing
+    ROW = 5  # index of the relation in PlacementProblem.relations (columns of the per-relation outputs)
+
+
+class ObjectColumn(IntEnum):
+    """Columns of ``obj_i`` (one row per movable object)."""
+
+    YAW = 0  # YawMode
+    SUPPORT = 1  # object whose bounds seed the initial sample
+    ORDER = 2  # row k holds the k-th object in parents-first order
+    CLUTTER = 3  # relation row of the object's ClutterOn, -1 none
+    RANDOM = 4  # 1 when RandomAroundSolution applies
+    PROJ0 = 5  # projection entries [proj0, proj1) in ``proj``
+    PROJ1 = 6
+    RANK = 7  # position of the object in the parents-first order
+    ADJ0 = 8  # no_overlap pairs of the object [adj0, adj1) in ``adj``
+    ADJ1 = 9
+    FLAGS = 10  # ObjectFlag bits
+
+
+class YawMode(IntEnum):
+    FIXED = 0  # the base rotation (RotateAroundSolution or identity)
+    RANDOM = 1  # a uniform yaw in [-pi, pi) about world Z composed with the base rotation
+    FACE_TO = 2  # heading from a FaceTo relation
+
+
+class ObjectFlag(IntFlag):
+    MOVABLE_PARENT = 1  # a projected relation of the object refers to a movable parent
+    PENALISED = 2  # the object is the subject of a PENALTY relation
+    ROTATED = 4  # base rotation, yaw draws or RandomAroundSolution: bounds need rotating
+
+
+class ObjectParam(IntEnum):
+    """Columns of ``obj_f``: base rotation xyzw, RandomAroundSolution half ranges (m, then rad)."""
+
+    QX = 0
+    QY = 1
+    QZ = 2
+    QW = 3
+    RANDOM_X_M = 4
+    RANDOM_Y_M = 5
+    RANDOM_Z_M = 6
+    RANDOM_ROLL = 7
+    RANDOM_PITCH = 8
+    RANDOM_YAW = 9
+
+
+RI_KIND = wp.constant(int(RelationColumn.KIND))
+RI_CHILD = wp.constant(int(RelationColumn.SUBJECT))
+RI_PARENT = wp.constant(int(RelationColumn.PARENT))
+RI_AXIS = wp.constant(int(RelationColumn.AXIS))
+RI_FLAG = wp.constant(int(RelationColumn.FLAG))
+RI_ROW = wp.constant(int(RelationColumn.ROW))
+RI_COLS = len(RelationColumn)
+RF_COLS = ROW_WIDTH
+
+OI_YAW = wp.constant(int(ObjectColumn.YAW))
+OI_SUPPORT = wp.constant(int(ObjectColumn.SUPPORT))
+OI_ORDER = wp.constant(int(ObjectColumn.ORDER))
+OI_CLUTTER = wp.constant(int(ObjectColumn.CLUTTER))
+OI_RANDOM = wp.constant(int(ObjectColumn.RANDOM))
+OI_PROJ0 = wp.constant(int(ObjectColumn.PROJ0))
+OI_PROJ1 = wp.constant(int(ObjectColumn.PROJ1))
+OI_RANK = wp.constant(int(ObjectColumn.RANK))
+OI_ADJ0 = wp.constant(int(ObjectColumn.ADJ0))
+OI_ADJ1 = wp.constant(int(ObjectColumn.ADJ1))
+OI_FLAGS = wp.constant(int(ObjectColumn.FLAGS))
 OI_COLS = 12
-FLAG_MOVABLE_PARENT = wp.constant(1)  # a projected relation of the object refers to a movable parent
-FLAG_PENALISED = wp.constant(2)  # the object is the subject of a NotNextTo or cylindrical limit
-FLAG_ROTATED = wp.constant(4)  # base rotation, yaw draws or RandomAroundSolution: bounds need rotating
-# obj_f columns: base rotation xyzw (0..3), RandomAroundSolution half ranges m (4..6), rad (7..9)
-OF_COLS = 10
+OF_COLS = len(ObjectParam)
+OF_RANDOM_POS = wp.constant(int(ObjectParam.RANDOM_X_M))
+OF_RANDOM_ROT = wp.constant(int(ObjectParam.RANDOM_ROLL))
 
-# Check slots of the validation kernel (order of CHECK_SLOTS in placement_problem.py).
-SLOT_NO_OVERLAP = wp.constant(0)
-SLOT_ON = wp.constant(1)
-SLOT_CLUTTER = wp.constant(2)
-SLOT_NEXT_TO = wp.constant(3)
-SLOT_NOT_NEXT_TO = wp.constant(4)
-SLOT_ALIGN = wp.constant(5)
-SLOT_FACE_TO = wp.constant(6)
-NUM_SLOTS = wp.constant(7)
+YAW_RANDOM = wp.constant(int(YawMode.RANDOM))
+YAW_FACE_TO = wp.constant(int(YawMode.FACE_TO))
+FLAG_MOVABLE_PARENT = wp.constant(int(ObjectFlag.MOVABLE_PARENT))
+FLAG_PENALISED = wp.constant(int(ObjectFlag.PENALISED))
+FLAG_ROTATED = wp.constant(int(ObjectFlag.ROTATED))
 
+# pair_f columns: the pair's clearance (m), then whether a push may move the pair apart along x, y, z
+PF_CLEARANCE = wp.constant(0)
+PF_AXES = wp.constant(1)
 
-vec6i = wp.types.vector(length=6, dtype=wp.int32)
-vec8f = wp.types.vector(length=8, dtype=wp.float32)
-vec12i = wp.types.vector(length=12, dtype=wp.int32)
-vec10f = wp.types.vector(length=10, dtype=wp.float32)
+vec6i = wp.types.vector(length=RI_COLS, dtype=wp.int32)
+vec12i = wp.types.vector(length=OI_COLS, dtype=wp.int32)
+vec10f = wp.types.vector(length=OF_COLS, dtype=wp.float32)
 
 
 @wp.struct
@@ -79,23 +120,22 @@ class SceneTables:
     n_mov: int
     n_all: int
     n_pairs: int
-    init_exact: int  # 1: an initial candidate free of penalties needs no solver iteration (see solve.py)
-    kind_start: wp.array(dtype=int)  # NUM_KINDS + 1 row offsets into rel_i / rel_f
+    init_exact: int  # 1: an initial candidate free of penalties needs no solver iteration (see solve_init)
+    kind_start: wp.array(dtype=int)  # len(KINDS) + 1 row offsets into rel_i / rel_f
     local_lo: wp.array2d(dtype=wp.vec3)  # (E, n_all) local bounds per env
     local_hi: wp.array2d(dtype=wp.vec3)
     fixed_lo: wp.array2d(dtype=wp.vec3)  # (E, n_fixed) world AABB of fixed objects
     fixed_hi: wp.array2d(dtype=wp.vec3)
-    obj_i: wp.array(dtype=vec12i)
-    obj_f: wp.array(dtype=vec10f)
-    rel_i: wp.array(dtype=vec6i)
-    rel_f: wp.array(dtype=vec8f)
-    proj: wp.array(dtype=int)  # rel rows, per object sorted by priority
+    obj_i: wp.array(dtype=vec12i)  # ObjectColumn
+    obj_f: wp.array(dtype=vec10f)  # ObjectParam
+    rel_i: wp.array(dtype=vec6i)  # RelationColumn
+    rel_f: wp.array(dtype=ParamRow)  # the kind's ParamColumns, WEIGHT last
+    proj: wp.array(dtype=int)  # INTERVAL rows per object, by projection priority
     adj: wp.array(dtype=int)  # pair indices per object
     pair_i: wp.array(dtype=wp.vec2i)  # (P,) object indices (i movable)
-    pair_f: wp.array(dtype=wp.vec4)  # (P,) clearance, may-push x, y, z
+    pair_f: wp.array(dtype=wp.vec4)  # (P,) PF_CLEARANCE, then may-push x, y, z
     pair_w: float  # NoCollisionLossStrategy slope
-    on_ztol: float
-    slack: float
+    slack: float  # metres a check tolerates beyond its limit (float32 rounding room)
 
 
 @wp.struct
@@ -115,22 +155,30 @@ class CandidateState:
 
 @wp.struct
 class SolveOutputs:
-    """What the solve and check kernels write, per candidate b (R compiled relations)."""
+    """What the solve and check kernels write, per candidate b (R compiled relations, K check slots)."""
 
     rel_excess: wp.array2d(dtype=float)  # (B, R) metres beyond what the relation's check accepts
     rel_cause: wp.array2d(dtype=int)  # (B, R) cause code, 0 none
-    checks: wp.array2d(dtype=wp.bool)  # (B, NUM_SLOTS) verdict per built-in check
+    checks: wp.array2d(dtype=wp.bool)  # (B, K) verdict per built-in check slot
+    fail_bits: wp.array(dtype=int)  # (B,) bit s set: built-in check slot s failed
     ov_pair: wp.array(dtype=int)  # (B,) most-penetrating no_overlap pair
     ov_depth: wp.array(dtype=float)  # (B,) its depth, metres
     loss: wp.array(dtype=float)  # (B,)
     iters: wp.array(dtype=int)  # (B,) solver iterations (negative between launches: see solve_init)
-    counts: wp.array2d(dtype=int)  # (B, 2) failed required / optional built-in checks
-    passed: wp.array(dtype=wp.bool)  # (B,) every required built-in check passed
     pending: wp.array(dtype=int)  # (1,) candidates the optimisation loop must run on
     history: wp.array3d(dtype=wp.vec3)  # (B, S, n_mov) positions every 10 iterations (save_position_history)
 
 
-def solve_outputs(device: str, b: int, **fields) -> SolveOutputs:
+@wp.func
+def obj_bounds(T: SceneTables, S: CandidateState, b: int, e: int, k: int):
+    """World AABB of object k in candidate b (env e)."""
+    if k < T.n_mov:
+        p = S.x[b, k]
+        return p + S.olo[b, k], p + S.ohi[b, k]
+    return T.fixed_lo[e, k - T.n_mov], T.fixed_hi[e, k - T.n_mov]
+
+
+def solve_outputs(device: str, **fields) -> SolveOutputs:
     """A ``SolveOutputs`` over the given warp arrays; fields not given get 1-element placeholders (a
     kernel that does not write them, e.g. the check kernel's solver-only fields)."""
     unknown = set(fields) - set(_PLACEHOLDERS)
@@ -148,7 +196,6 @@ def solve_outputs(device: str, b: int, **fields) -> SolveOutputs:
 
 
 _PLACEHOLDERS = {"rel_excess": ((1, 1), float), "rel_cause": ((1, 1), int), "checks": ((1, 1), wp.bool),
-                 "ov_pair": (1, int), "ov_depth": (1, float), "loss": (1, float), "iters": (1, int),
-                 "counts": ((1, 2), int), "passed": (1, wp.bool), "pending": (1, int),
-                 "history": ((1, 1, 1), wp.vec3)}
+                 "fail_bits": (1, int), "ov_pair": (1, int), "ov_depth": (1, float), "loss": (1, float),
+                 "iters": (1, int), "pending": (1, int), "history": ((1, 1, 1), wp.vec3)}
 _placeholders: dict[str, dict] = {}

@@ -1,4 +1,4 @@
-"""The inexpensive-check kernel: one thread per candidate evaluates every relation and pair."""
+"""The inexpensive-check kernel: one thread per candidate evaluates every relation and pair of given poses."""
 
 from __future__ import annotations
 
@@ -10,10 +10,19 @@ from isaaclab_arena.relations.kernels.tables import CandidateState, SceneTables,
 
 
 @wp.kernel(enable_backward=False)
-def validate_kernel(T: SceneTables, S: CandidateState, env_ids: wp.array(dtype=wp.int64), O: SolveOutputs):
+def validate_kernel(
+    # Model:
+    T: SceneTables,
+    # Data in (x, rot), scratch (olo, ohi):
+    S: CandidateState,
+    # Data in:
+    env_ids: wp.array(dtype=wp.int64),
+    # Data out:
+    O: SolveOutputs,
+):
     """Refits each object's bounds to its rotation, then writes per-relation excess/cause, the worst
-    overlapping pair and one verdict per check slot (1 = passed), and the loss of the layout (``O``'s
-    solver-only fields are unused)."""
+    overlapping pair, one verdict per check slot and the loss of the layout (``O``'s solver-only fields
+    are unused)."""
     b = wp.tid()
     e = int(env_ids[b])
     for i in range(T.n_mov):

@@ -1,1 +1,2 @@
-"""Placement validation: the check registry, pre-physics validators, the two-pass runner, diagnostics."""
+"""Placement validation: the validator protocol (``validator``), pre-physics validators, the check
+registry, the validate stage (``runner``) and its result values (``results``)."""

@@ -1,29 +1,14 @@
-"""Base classes of placement validators (pre-physics: they check solved candidate batches)."""
+"""Pre-physics validators: they check solved candidate batches before physics is advanced."""
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
-from isaaclab_arena.relations.validation.types import PlacementValidatorReport, ValidationCost, ValidationStage
+from isaaclab_arena.relations.validation.types import ValidationCost, ValidationStage
+from isaaclab_arena.relations.validation.validator import PlacementValidator
 
 if TYPE_CHECKING:
     from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch
-
-
-class PlacementValidator:
-    """Common base: a unique ``check`` name and the stage it runs in."""
-
-    check: ClassVar[str] = ""
-    stage: ClassVar[ValidationStage] = ValidationStage.PRE_PHYSICS
-
-    def settings(self) -> dict[str, Any]:
-        if dataclasses.is_dataclass(self):
-            return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return {}
-
-    def report(self, passed: bool, reason: str = "") -> PlacementValidatorReport:
-        return PlacementValidatorReport(check=self.check, passed=bool(passed), reason=reason, settings=self.settings())
 
 
 class PrePhysicsPlacementValidator(PlacementValidator):
@@ -31,9 +16,11 @@ class PrePhysicsPlacementValidator(PlacementValidator):
     returning one bool per candidate in batch order, and decorate with ``@register_validator``.
 
     ``cost`` is ``inexpensive`` (runs on every candidate) or ``expensive`` (runs only on candidates that
-    passed every required inexpensive check).
+    passed every required inexpensive check). The batch is read-only: positions ``(B, n, 3)`` env-local
+    metres, ``candidates`` per-candidate views.
     """
 
+    stage: ClassVar[ValidationStage] = ValidationStage.PRE_PHYSICS
     cost: ClassVar[ValidationCost] = ValidationCost.INEXPENSIVE
 
     def __init__(self, placer_params=None):
@@ -41,7 +28,7 @@ class PrePhysicsPlacementValidator(PlacementValidator):
 
     @classmethod
     def is_available(cls) -> bool:
-        """False when the validator's dependencies are missing (it is then not registered for use)."""
+        """False when the validator's dependencies are missing (it is then not used)."""
         return True
 
     def validate_batch(self, batch: "PlacementCandidateBatch", collision_objects: Sequence) -> Sequence[bool]:

@@ -1,31 +1,42 @@
-"""The check registry: ``@register_validator`` adds a pre-physics validator class under its check name."""
+"""The check registry: every check name, built-in or registered, and the validator class behind it.
+
+Built-in pre-physics checks (``no_overlap`` and each relation kind's check) are computed by the solve
+stage's evaluation (``kinds.CHECK_SLOTS``); ``@register_validator`` adds a validator class (pre- or
+post-physics) under its ``check`` name. Optional validators (``ik_reachable``) register when their extension
+imports and finds its dependencies.
+"""
 
 from __future__ import annotations
 
-from isaaclab_arena.relations.validation.pre_physics import PrePhysicsPlacementValidator
+import importlib
 
-_REGISTRY: dict[str, type[PrePhysicsPlacementValidator]] = {}
+from isaaclab_arena.relations.kinds import CHECK_SLOTS
+from isaaclab_arena.relations.validation.types import ValidationStage
+from isaaclab_arena.relations.validation.validator import PlacementValidator
+
+_REGISTRY: dict[str, type[PlacementValidator]] = {}
+#: Modules that register optional validators when imported (each decides whether its dependencies exist).
+OPTIONAL_VALIDATOR_MODULES = ("isaaclab_arena_curobo",)
+_loaded = False
 
 
 def register_validator(cls):
-    """Class decorator registering a ``PrePhysicsPlacementValidator`` subclass under ``cls.check``.
+    """Class decorator registering a ``PlacementValidator`` subclass under ``cls.check``.
 
-    Re-registering the same check name replaces the earlier class (re-imported modules); the name must be
-    a non-empty string.
+    Re-registering the same check name replaces the earlier class (re-imported modules). The name must be a
+    non-empty string that is not a built-in check.
     """
-    if not isinstance(cls, type) or not issubclass(cls, PrePhysicsPlacementValidator):
-        raise TypeError(f"register_validator: {cls!r} is not a PrePhysicsPlacementValidator subclass")
+    if not isinstance(cls, type) or not issubclass(cls, PlacementValidator):
+        raise TypeError(f"register_validator: {cls!r} is not a PrePhysicsPlacementValidator or "
+                        "PostPhysicsPlacementValidator subclass")
     check = getattr(cls, "check", "")
     if not isinstance(check, str) or not check:
         raise ValueError(f"register_validator: {cls.__name__} must set a non-empty class attribute 'check'")
+    if check in CHECK_SLOTS:
+        raise ValueError(f"register_validator: '{check}' is a built-in check; choose another name for "
+                         f"{cls.__name__}")
     _REGISTRY[check] = cls
     return cls
-
-
-def registered_validators() -> dict[str, type[PrePhysicsPlacementValidator]]:
-    """Check name -> validator class, built-in checks included (optional ones only when available)."""
-    _load_builtin()
-    return dict(_REGISTRY)
 
 
 def unregister_validator(check: str) -> None:
@@ -33,24 +44,25 @@ def unregister_validator(check: str) -> None:
     _REGISTRY.pop(check, None)
 
 
-_loaded = False
+def registered_validators(stage: ValidationStage | None = None) -> dict[str, type[PlacementValidator]]:
+    """Check name -> registered validator class (optional ones only once their extension registered them),
+    of one stage or all."""
+    _load_optional()
+    return {k: v for k, v in _REGISTRY.items() if stage is None or v.stage == stage}
 
 
-def _load_builtin() -> None:
+def builtin_checks() -> tuple[str, ...]:
+    """The built-in pre-physics checks, in verdict-slot order."""
+    return CHECK_SLOTS
+
+
+def _load_optional() -> None:
     global _loaded
     if _loaded:
         return
     _loaded = True
-    import isaaclab_arena.relations.validation.checks  # noqa: F401  (registers the inexpensive checks)
-
-    try:
-        from isaaclab_arena_curobo import is_curobo_available
-    except ImportError:  # pragma: no cover - the package ships with the repo
-        return
-    if is_curobo_available():  # pragma: no cover - cuRobo is not installed on CPU machines
-        import importlib
-
+    for module in OPTIONAL_VALIDATOR_MODULES:
         try:
-            importlib.import_module("isaaclab_arena_curobo.reachability")
+            importlib.import_module(module)
         except ImportError:
             pass

@@ -1,4 +1,4 @@
-"""Shared validation types: check names, stages, validator reports."""
+"""Shared validation types: check names, stages, costs, and the one report type of every validator."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 
 class PlacementCheck(str, Enum):
-    """Names of the built-in placement checks."""
+    """Names of the built-in pre-physics placement checks."""
 
     NO_OVERLAP = "no_overlap"
     ON_RELATION = "on_relation"
@@ -36,15 +36,20 @@ class PlacementValidatorReport:
 
     Attributes:
         check: Check name.
-        passed: Verdict.
-        reason: Why it failed ("" when passed).
+        passed: Verdict; None when the check was skipped (disabled or not applicable).
+        reason: Why it failed or was skipped ("" when passed).
         settings: The validator's settings, for the record.
+        subject: The object the failure is about ("" when none).
+        severity: Measured value over its limit (> 1 fails), for ranking rejection reasons.
     """
 
     check: str
-    passed: bool
+    passed: bool | None
     reason: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
+    subject: str = ""
+    severity: float = 0.0
 
     def to_dict(self) -> dict:
-        return {"check": self.check, "passed": bool(self.passed), "reason": self.reason, "settings": dict(self.settings)}
+        return {"check": self.check, "passed": None if self.passed is None else bool(self.passed),
+                "reason": self.reason, "settings": dict(self.settings)}

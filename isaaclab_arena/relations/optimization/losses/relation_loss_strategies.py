@@ -1,71 +1,30 @@
 """Loss strategies: how each relation kind becomes a solver objective.
 
-A strategy is a small config object: its fields (slopes, margins) parameterise the kernel that evaluates
-every relation of its kind for every candidate in one launch. Users replace entries of
-``RelationSolverParams.strategies`` to change them, e.g. ``NotNextToLossStrategy(margin_m=0.2)``.
-Slopes multiply a violation in metres.
+A strategy is a small config: its fields (slopes, margins) parameterise the kernel that evaluates every
+relation of its kind for every candidate in one launch. Each kind's strategy is defined in its kind module
+(``relations/kinds/*.py``); this module is their public import path. Users replace entries of
+``RelationSolverParams.strategies`` to change them, e.g. ``NotNextToLossStrategy(margin_m=0.2)``. Slopes
+multiply a violation in metres.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from isaaclab_arena.relations.kinds import KINDS
+from isaaclab_arena.relations.kinds.align_with import AlignWithLossStrategy
+from isaaclab_arena.relations.kinds.at_position import AtPositionLossStrategy
+from isaaclab_arena.relations.kinds.clutter_on import ClutterOnLossStrategy
+from isaaclab_arena.relations.kinds.kind import RelationLossStrategy
+from isaaclab_arena.relations.kinds.next_to import NextToLossStrategy
+from isaaclab_arena.relations.kinds.not_next_to import NotNextToLossStrategy
+from isaaclab_arena.relations.kinds.on import OnLossStrategy
+from isaaclab_arena.relations.kinds.position_limits_box import PositionLimitsBoxLossStrategy
+from isaaclab_arena.relations.kinds.position_limits_cylindrical import PositionLimitsCylindricalLossStrategy
 
-@dataclass(frozen=True)
-class RelationLossStrategy:
-    """Base of every strategy: ``slope`` scales the relation's violation (metres) into loss."""
-
-    slope: float = 100.0
-
-    def __post_init__(self):
-        import math
-
-        for name, value in vars(self).items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"{type(self).__name__}: {name} must be a finite number >= 0, got {value!r}")
-
-
-@dataclass(frozen=True)
-class OnLossStrategy(RelationLossStrategy):
-    slope: float = 100.0
-
-
-@dataclass(frozen=True)
-class ClutterOnLossStrategy(RelationLossStrategy):
-    slope: float = 100.0
-
-
-@dataclass(frozen=True)
-class NextToLossStrategy(RelationLossStrategy):
-    slope: float = 10.0
-
-
-@dataclass(frozen=True)
-class NotNextToLossStrategy(RelationLossStrategy):
-    """``margin_m``: how far past the keep-out region the solver pushes a subject (metres)."""
-
-    slope: float = 10.0
-    margin_m: float = 0.1
-
-
-@dataclass(frozen=True)
-class AtPositionLossStrategy(RelationLossStrategy):
-    slope: float = 100.0
-
-
-@dataclass(frozen=True)
-class AlignWithLossStrategy(RelationLossStrategy):
-    slope: float = 100.0
-
-
-@dataclass(frozen=True)
-class PositionLimitsBoxLossStrategy(RelationLossStrategy):
-    slope: float = 100.0
-
-
-@dataclass(frozen=True)
-class PositionLimitsCylindricalLossStrategy(RelationLossStrategy):
-    slope: float = 100.0
+__all__ = ["AlignWithLossStrategy", "AtPositionLossStrategy", "ClutterOnLossStrategy", "NextToLossStrategy",
+           "NoCollisionLossStrategy", "NotNextToLossStrategy", "OnLossStrategy", "PositionLimitsBoxLossStrategy",
+           "PositionLimitsCylindricalLossStrategy", "RelationLossStrategy", "default_strategies"]
 
 
 @dataclass(frozen=True)
@@ -76,24 +35,5 @@ class NoCollisionLossStrategy(RelationLossStrategy):
 
 
 def default_strategies() -> dict:
-    from isaaclab_arena.relations.relations import (
-        AlignWith,
-        AtPosition,
-        ClutterOn,
-        NextTo,
-        NotNextTo,
-        On,
-        PositionLimitsBox,
-        PositionLimitsCylindrical,
-    )
-
-    return {
-        NextTo: NextToLossStrategy(slope=10.0),
-        On: OnLossStrategy(slope=100.0),
-        ClutterOn: ClutterOnLossStrategy(slope=100.0),
-        NotNextTo: NotNextToLossStrategy(slope=10.0, margin_m=0.1),
-        AtPosition: AtPositionLossStrategy(slope=100.0),
-        AlignWith: AlignWithLossStrategy(slope=100.0),
-        PositionLimitsBox: PositionLimitsBoxLossStrategy(slope=100.0),
-        PositionLimitsCylindrical: PositionLimitsCylindricalLossStrategy(slope=100.0),
-    }
+    """Relation class -> its kind's default loss strategy, for every kind that has a loss term."""
+    return {k.relation: k.strategy() for k in KINDS if k.strategy is not None}

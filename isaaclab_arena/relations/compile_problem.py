@@ -1,0 +1,359 @@
+"""Compile stage: a scene's assets and relations become a ``PlacementProblem`` of flat tables.
+
+The steps, in order: check the scene (restrictions, collision modes, anchors, references), sort its assets
+into movables and fixed objects, read their geometry per env, pack every relation through its kind module,
+build the no_overlap pairs, the per-object rows, then the warp tables on the device. Lengths are metres,
+frames env-local world, rotations xyzw.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import warp as wp
+
+from isaaclab_arena.assets.asset import Background
+from isaaclab_arena.assets.collision_mode import CollisionMode
+from isaaclab_arena.assets.object_reference import ObjectReference
+from isaaclab_arena.relations.kernels.geometry import ensure_warp, torch_stream
+from isaaclab_arena.relations.kernels.tables import (
+    ObjectColumn,
+    ObjectFlag,
+    SceneTables,
+    YawMode,
+    vec6i,
+    vec10f,
+    vec12i,
+)
+from isaaclab_arena.relations.kinds import KIND_ID, KINDS, kind_of, priority_of
+from isaaclab_arena.relations.kinds.kind import KindRole, PackContext, ParamRow
+from isaaclab_arena.relations.placement_problem import (
+    VALIDATION_SLACK_M,
+    CompiledRelation,
+    MeshCollisionNotAvailableError,
+    PlacementProblem,
+)
+from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
+from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On
+from isaaclab_arena.utils.pose import quat_rotate
+
+
+def _rotated_aabb(lo, hi, pos, quat) -> tuple[np.ndarray, np.ndarray]:
+    corners = [(x, y, z) for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])]
+    pts = np.array([quat_rotate(quat, c) for c in corners], dtype=np.float64) + np.asarray(pos, dtype=np.float64)
+    return pts.min(axis=0), pts.max(axis=0)
+
+
+def _member_boxes(asset, num_envs: int, placement_seed: int) -> list:
+    """The local bounds of ``asset`` in every env (a RigidObjectSet's member of each env)."""
+    per_env = getattr(asset, "member_indices_per_env", None)
+    if per_env is not None:
+        boxes = [m.get_bounding_box() for m in asset.objects]
+        return [boxes[i] for i in per_env(num_envs, placement_seed)]
+    return [asset.get_bounding_box()] * num_envs
+
+
+# ---------------------------------------------------------------------------------------- checking
+def _check_collision_modes(assets, params) -> None:
+    where = None
+    if params.solver_params.collision_mode == CollisionMode.MESH:
+        where = "RelationSolverParams.collision_mode='mesh'"
+    for a in assets:
+        if where is None and a.collision_mode == CollisionMode.MESH and (
+                a.is_anchor or a.has_placement_relations or a.initial_pose is not None):
+            where = f"asset '{a.name}' has collision_mode='mesh'"
+    if where is not None:
+        raise MeshCollisionNotAvailableError(
+            f"{where}: MESH collision is not available yet in this version; use collision_mode='bbox' "
+            "(the default), which checks the objects' bounding boxes")
+
+
+def _sort_scene(assets, num_envs):
+    """(movables, anchors, passive obstacles) after checking that the scene can be placed."""
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
+        raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+    movables = [a for a in assets if a.has_placement_relations]
+    anchors = [a for a in assets if a.is_anchor]
+    if not movables and not anchors:
+        raise PlacementConfigError("nothing to place: no asset has IsAnchor() or a placement relation")
+    if not anchors:
+        raise PlacementConfigError("no anchor: mark a fixed support (a table, a counter reference) with IsAnchor()")
+    for a in anchors:
+        if a.get_world_pose() is None:
+            raise PlacementConfigError(f"asset '{a.name}': an anchor needs a fixed initial pose; call "
+                                       "set_initial_pose(Pose(...))")
+    obstacles = [a for a in assets if not a.is_anchor and not a.has_placement_relations
+                 and a.initial_pose is not None and not isinstance(a, (Background, ObjectReference))]
+    known = {a.name for a in movables + anchors + obstacles}
+    for a in movables:
+        for rel in a.get_relations():
+            if rel.parent is not None and kind_of(rel) is not None and rel.parent.name not in known:
+                raise PlacementConfigError(
+                    f"asset '{a.name}', relation {rel.describe()}: the reference '{rel.parent.name}' is neither an "
+                    "anchor, nor placed by relations, nor a fixed obstacle with an initial_pose")
+    return movables, anchors, obstacles
+
+
+def _parents_first(movables) -> list[int]:
+    """Topological order (parents of INTERVAL relations before their subjects), scene order within a
+    level; objects on a cycle keep scene order."""
+    index = {a.name: k for k, a in enumerate(movables)}
+    deps = [set() for _ in movables]
+    for k, a in enumerate(movables):
+        for rel in a.get_relations():
+            kind = kind_of(rel)
+            if kind is not None and kind.role == KindRole.INTERVAL and kind.has_parent and rel.parent.name in index:
+                deps[k].add(index[rel.parent.name])
+    order, done = [], set()
+    while len(order) < len(movables):
+        ready = [k for k in range(len(movables)) if k not in done and deps[k] <= done]
+        if not ready:
+            ready = [min(k for k in range(len(movables)) if k not in done)]
+        order.append(ready[0])
+        done.add(ready[0])
+    return order
+
+
+def _init_support(asset, first_anchor, index: dict[str, int]) -> int:
+    """The object whose footprint seeds the asset's initial draw: a ClutterOn support, else the nearest
+    anchor up its On chain (the first anchor when the chain has none or loops)."""
+    clutter = asset.get_relations_of(ClutterOn)
+    if clutter:
+        return index[clutter[0].parent.name]
+    seen, cur = {asset.name}, asset
+    while True:
+        ons = cur.get_relations_of(On)
+        if not ons:
+            return index[first_anchor.name]
+        cur = ons[0].parent
+        if cur.is_anchor:
+            return index[cur.name]
+        if cur.name in seen:
+            return index[first_anchor.name]
+        seen.add(cur.name)
+
+
+class _SceneCompiler:
+    """Intermediate state of one compile; ``PackContext`` writes the pinned axes, exempt pairs and pair
+    clearances that the kinds declare."""
+
+    def __init__(self, assets, num_envs: int, placement_seed: int, placer_params):
+        self.placer_params = placer_params
+        self.solver_params = placer_params.solver_params
+        self.num_envs, self.placement_seed = num_envs, placement_seed
+        self.movables, self.anchors, obstacles = _sort_scene(assets, num_envs)
+        self.fixed = self.anchors + obstacles
+        self.objects = self.movables + self.fixed
+        self.index = {a.name: k for k, a in enumerate(self.objects)}
+        self.n_mov, self.n_all = len(self.movables), len(self.objects)
+        self.pinned = np.zeros((self.n_mov, 3), bool)
+        self.exempt: set[tuple[int, int]] = set()
+        self.pair_clearance: dict[tuple[int, int], float] = {}
+
+    # -- geometry -------------------------------------------------------------------------------------
+    def geometry(self):
+        """Local bounds per env of every object and world AABBs of the fixed ones (float64, metres)."""
+        E, n_mov = self.num_envs, self.n_mov
+        local_lo = np.zeros((E, self.n_all, 3), np.float64)
+        local_hi = np.zeros((E, self.n_all, 3), np.float64)
+        for k, a in enumerate(self.objects):
+            for e, box in enumerate(_member_boxes(a, E, self.placement_seed)):
+                local_lo[e, k], local_hi[e, k] = box.min_point, box.max_point
+        n_fix = len(self.fixed)
+        fixed_lo = np.zeros((E, max(n_fix, 1), 3), np.float64)
+        fixed_hi = np.zeros((E, max(n_fix, 1), 3), np.float64)
+        for f, a in enumerate(self.fixed):
+            pose, cache = a.get_world_pose(), {}
+            for e in range(E):
+                key = (tuple(local_lo[e, n_mov + f]), tuple(local_hi[e, n_mov + f]))
+                if key not in cache:
+                    cache[key] = _rotated_aabb(key[0], key[1], pose.position_xyz, pose.rotation_xyzw)
+                fixed_lo[e, f], fixed_hi[e, f] = cache[key]
+        return local_lo, local_hi, fixed_lo, fixed_hi
+
+    # -- relations ------------------------------------------------------------------------------------
+    def relation_rows(self):
+        """Rows (kind id, subject, parent, axis, flag, row) and float rows of every relation, grouped by kind
+        id (scene order within a kind), and the ``CompiledRelation`` of each."""
+        sp = self.solver_params
+        rows = []
+        for c, a in enumerate(self.movables):
+            for rel in a.get_relations():
+                kind = kind_of(rel)
+                if kind is None:
+                    continue
+                p = self.index[rel.parent.name] if kind.has_parent else -1
+                packed = kind.pack(rel, PackContext(self, c, p))
+                weight = (float(sp.strategy_for(type(rel)).slope) * float(rel.relation_loss_weight)
+                          if kind.strategy is not None else 0.0)
+                rows.append((KIND_ID[type(rel)], c, p, packed, kind.columns.row(packed.values, weight), rel, kind, a))
+        rows.sort(key=lambda r: r[0])  # stable: scene order within a kind
+        ints, floats, compiled = [], [], []
+        for rid, (kid, c, p, packed, frow, rel, kind, a) in enumerate(rows):
+            ints.append([kid, c, p, packed.axis, packed.flag, rid])
+            floats.append(frow)
+            compiled.append(CompiledRelation(rid, rel, kind, a.name, rel.parent.name if kind.has_parent else None))
+        kind_start = np.searchsorted(np.array([r[0] for r in ints], np.int64), np.arange(len(KINDS) + 1), side="left")
+        return ints, floats, compiled, kind_start
+
+    def overlap_pairs(self):
+        """no_overlap pairs (movable i, movable or fixed collider j), their clearance and push axes, and
+        each movable object's pair list."""
+        n_mov = self.n_mov
+        colliders = [n_mov + f for f, a in enumerate(self.fixed) if not isinstance(a, Background)]
+        clearance = self.solver_params.clearance_m
+        pairs, pair_f = [], []
+        for i in range(n_mov):
+            for j in list(range(i + 1, n_mov)) + colliders:
+                key = (min(i, j), max(i, j))
+                if key in self.exempt:
+                    continue
+                # a push may move the pair apart along an axis unless both are pinned there
+                axes = [0.0 if (self.pinned[i, k] and (j >= n_mov or self.pinned[j, k])) else 1.0 for k in range(3)]
+                if not any(axes):
+                    axes = [1.0, 1.0, 0.0]
+                pairs.append((i, j))
+                pair_f.append([self.pair_clearance.get(key, clearance)] + axes)
+        adj = [[] for _ in range(n_mov)]
+        for k, (i, j) in enumerate(pairs):
+            adj[i].append(k)
+            if j < n_mov:
+                adj[j].append(k)
+        return pairs, pair_f, adj
+
+    def object_rows(self, ints, adj):
+        """Per movable object: its ObjectColumn row, its ObjectParam row, and the flat projection and pair
+        lists the rows point into."""
+        order = _parents_first(self.movables)
+        rank = [0] * self.n_mov
+        for pos, k in enumerate(order):
+            rank[k] = pos
+        clutter_row = [-1] * self.n_mov
+        proj = [[] for _ in range(self.n_mov)]
+        penalised = [False] * self.n_mov
+        for r in ints:
+            kind = KINDS[r[0]]
+            if kind.relation is ClutterOn:
+                clutter_row[r[1]] = r[5]
+            if kind.role == KindRole.INTERVAL:
+                proj[r[1]].append((priority_of(kind), r[5]))
+            elif kind.role == KindRole.PENALTY:
+                penalised[r[1]] = True
+        random_yaw = self.placer_params.random_yaw_init
+        obj_i, obj_f, proj_flat, adj_flat = [], [], [], []
+        for c, a in enumerate(self.movables):
+            rot = a.rotate_around_solution
+            base = rot.quaternion_xyzw() if rot is not None else (0.0, 0.0, 0.0, 1.0)
+            clutter = a.get_relations_of(ClutterOn)
+            if a.get_relations_of(FaceTo):
+                yaw = YawMode.FACE_TO
+            elif (clutter and clutter[0].random_yaw) or (random_yaw and not clutter):
+                yaw = YawMode.RANDOM
+            else:
+                yaw = YawMode.FIXED
+            rnd = a.random_around_solution
+            p0 = len(proj_flat)
+            proj_flat += [rid for _, rid in sorted(proj[c])]
+            a0 = len(adj_flat)
+            adj_flat += adj[c]
+            flags = ObjectFlag(0)
+            if any(0 <= ints[rid][2] < self.n_mov for rid in proj_flat[p0:]):
+                flags |= ObjectFlag.MOVABLE_PARENT
+            if penalised[c]:
+                flags |= ObjectFlag.PENALISED
+            if yaw != YawMode.FIXED or rnd is not None or tuple(base) != (0.0, 0.0, 0.0, 1.0):
+                flags |= ObjectFlag.ROTATED
+            row = [0] * 12
+            row[ObjectColumn.YAW] = int(yaw)
+            row[ObjectColumn.SUPPORT] = _init_support(a, self.anchors[0], self.index)
+            row[ObjectColumn.ORDER] = order[c]
+            row[ObjectColumn.CLUTTER] = clutter_row[c]
+            row[ObjectColumn.RANDOM] = int(rnd is not None)
+            row[ObjectColumn.PROJ0], row[ObjectColumn.PROJ1] = p0, len(proj_flat)
+            row[ObjectColumn.RANK] = rank[c]
+            row[ObjectColumn.ADJ0], row[ObjectColumn.ADJ1] = a0, len(adj_flat)
+            row[ObjectColumn.FLAGS] = int(flags)
+            obj_i.append(row)
+            half_pos = (rnd.x_half_m, rnd.y_half_m, rnd.z_half_m) if rnd is not None else (0.0, 0.0, 0.0)
+            half_rot = (rnd.roll_half_rad, rnd.pitch_half_rad, rnd.yaw_half_rad) if rnd is not None else (0.0,) * 3
+            obj_f.append(list(base) + list(half_pos) + list(half_rot))
+        return obj_i, obj_f, proj_flat, adj_flat, rank
+
+    @staticmethod
+    def init_exact(ints, obj_i, rank) -> bool:
+        """The initial sampler checks each object against everything placed before it, so a candidate whose
+        every draw was penalty-free is already a solver fixed point, unless a later object can still move an
+        earlier one (movable-parent repair, FaceTo headings) or a PENALTY relation refers to a later parent."""
+        n_mov = len(obj_i)
+        later_parent = any(KINDS[r[0]].role == KindRole.PENALTY and 0 <= r[2] < n_mov and rank[r[2]] > rank[r[1]]
+                           for r in ints)
+        headings = any(KINDS[r[0]].role == KindRole.HEADING for r in ints)
+        moves_parent = any(o[ObjectColumn.FLAGS] & ObjectFlag.MOVABLE_PARENT for o in obj_i)
+        return not (moves_parent or headings or later_parent)
+
+
+def _device_array(values, dtype, width, device, keep):
+    npd = np.int32 if dtype in (int, vec6i, vec12i, wp.vec2i) else np.float32
+    values = np.asarray(values, dtype=npd)
+    if values.size == 0:
+        values = np.zeros((1,) if width is None else (1, width), dtype=npd)
+    a = wp.array(values, dtype=dtype, device=device)
+    keep.append(a)
+    return a
+
+
+def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer_params,
+                              device: str = "cpu") -> PlacementProblem:
+    """Checks the scene (restrictions, collision modes, anchors) and compiles it.
+
+    Raises ``PlacementConfigError`` (a ``ValueError``) naming the asset and relation for bad input and
+    ``MeshCollisionNotAvailableError`` for collision_mode='mesh'.
+    """
+    ensure_warp()
+    assets = list(assets)
+    check_placement_restrictions(assets, random_yaw_init=placer_params.random_yaw_init)
+    _check_collision_modes(assets, placer_params)
+    sc = _SceneCompiler(assets, num_envs, placement_seed, placer_params)
+    local_lo, local_hi, fixed_lo, fixed_hi = sc.geometry()
+    ints, floats, compiled, kind_start = sc.relation_rows()
+    pairs, pair_f, adj = sc.overlap_pairs()
+    obj_i, obj_f, proj_flat, adj_flat, rank = sc.object_rows(ints, adj)
+    sp = placer_params.solver_params
+    with torch_stream(device):  # CUDA: the table copies are ordered with torch's stream
+        keep: list = []
+        tensors = [torch.tensor(t, dtype=torch.float32, device=device) for t in (local_lo, local_hi, fixed_lo, fixed_hi)]
+        T = SceneTables()
+        T.n_mov, T.n_all, T.n_pairs = sc.n_mov, sc.n_all, len(pairs)
+        T.init_exact = int(sc.init_exact(ints, obj_i, rank))
+        T.local_lo, T.local_hi, T.fixed_lo, T.fixed_hi = (wp.from_torch(t, dtype=wp.vec3) for t in tensors)
+        keep += [T.local_lo, T.local_hi, T.fixed_lo, T.fixed_hi]
+        T.kind_start = _device_array(kind_start, int, None, device, keep)
+        T.obj_i = _device_array(obj_i, vec12i, 12, device, keep)
+        T.obj_f = _device_array(obj_f, vec10f, 10, device, keep)
+        T.rel_i = _device_array(ints, vec6i, 6, device, keep)
+        T.rel_f = _device_array(floats, ParamRow, 8, device, keep)
+        T.proj = _device_array(proj_flat, int, None, device, keep)
+        T.adj = _device_array(adj_flat, int, None, device, keep)
+        T.pair_i = _device_array(pairs, wp.vec2i, 2, device, keep)
+        T.pair_f = _device_array(pair_f, wp.vec4, 4, device, keep)
+        T.pair_w = float(sp.collision_strategy.slope)
+        T.slack = VALIDATION_SLACK_M
+        checkpoints = _device_array(list(sp.get_checkpoints()), int, None, device, keep)
+    present = frozenset({"no_overlap"} | {c.check for c in compiled if c.check})
+    return PlacementProblem(
+        device=device, num_envs=num_envs, placement_seed=placement_seed,
+        object_names=[a.name for a in sc.movables], fixed_names=[a.name for a in sc.fixed], relations=compiled,
+        pairs=pairs, local_lo=tensors[0], local_hi=tensors[1], fixed_lo=tensors[2], fixed_hi=tensors[3], tables=T,
+        checkpoints=checkpoints, checks_present=present, _keep=keep)
+
+
+def placement_signature(assets, num_envs: int, placer_params, device: str) -> tuple:
+    """A key that changes when anything the compile stage reads changes (cache key of ObjectPlacer)."""
+    parts = []
+    for a in assets:
+        pose = a.initial_pose
+        parts.append((a.name, id(a), pose, tuple(repr(r) for r in a.get_relations()), a.collision_mode))
+    sp = placer_params.solver_params
+    return (tuple(parts), num_envs, device, placer_params.random_yaw_init, placer_params.on_relation_z_tolerance_m,
+            sp.clearance_m, sp.collision_mode, tuple((k, repr(v)) for k, v in sp.strategies.items()),
+            repr(sp.collision_strategy), sp.get_checkpoints())

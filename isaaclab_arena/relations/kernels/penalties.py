@@ -1,0 +1,152 @@
+"""The solver's penalised terms: no_overlap pairs, PENALTY relation kinds, and INTERVAL relations to a
+movable parent that lost a conflict (their parent is pushed). Metres, env-local world frame."""
+
+from __future__ import annotations
+
+import warp as wp
+
+from isaaclab_arena.relations.kernels.geometry import BIG, box_overlaps, unit, vmin3
+from isaaclab_arena.relations.kernels.projection import carrier, parent_residual
+from isaaclab_arena.relations.kernels.tables import (
+    PF_AXES,
+    PF_CLEARANCE,
+    RI_AXIS,
+    RI_CHILD,
+    RI_FLAG,
+    RI_PARENT,
+    CandidateState,
+    SceneTables,
+    obj_bounds,
+)
+from isaaclab_arena.relations.kinds.dispatch import INTERVAL_IDS, PENALTY_FUNCS, PENALTY_IDS, PUSH_FUNCS
+from isaaclab_arena.relations.kinds.kind import WEIGHT
+
+
+@wp.func
+def pair_push(T: SceneTables, S: CandidateState, b: int, k: int, i: int, j: int, o: wp.vec3, lo_i: wp.vec3,
+              hi_i: wp.vec3, lo_j: wp.vec3, hi_j: wp.vec3):
+    """Adds the push of overlapping pair k to S.g: along the least-overlapping allowed axis on which one of
+    the two can still move apart (else the least-overlapping allowed axis); an object that cannot move
+    that way itself passes the push to the movable parent that carries it."""
+    pf = T.pair_f[k]
+    best_free = float(BIG)
+    best_any = float(BIG)
+    k_free = int(-1)
+    k_any = int(-1)
+    s_free = float(1.0)
+    s_any = float(1.0)
+    for a in range(3):
+        if pf[PF_AXES + a] > 0.0:
+            sa = float(1.0)
+            if (lo_i[a] + hi_i[a]) - (lo_j[a] + hi_j[a]) < 0.0:
+                sa = -1.0
+            if o[a] < best_any:
+                best_any = o[a]
+                k_any = a
+                s_any = sa
+            if o[a] < best_free and (carrier(T, S, b, i, j, a, sa) >= 0 or carrier(T, S, b, j, i, a, -sa) >= 0):
+                best_free = o[a]
+                k_free = a
+                s_free = sa
+    kk = k_any
+    sg = s_any
+    if k_free >= 0:
+        kk = k_free
+        sg = s_free
+    push = unit(kk) * (T.pair_w * sg)
+    ci = carrier(T, S, b, i, j, kk, sg)
+    if ci < 0:
+        ci = i
+    S.g[b, ci] = S.g[b, ci] - push
+    if j < T.n_mov:
+        cj = carrier(T, S, b, j, i, kk, -sg)
+        if cj < 0:
+            cj = j
+        S.g[b, cj] = S.g[b, cj] + push
+
+
+@wp.func
+def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: int, margin: float,
+              accumulate: int):
+    """(largest violation of the penalised terms in metres (<= 0: all satisfied), penalty loss: the sum of
+    slope x weight x positive violation over those terms). With ``accumulate`` adds the push directions to
+    S.g. ``check_level`` uses the checks' thresholds (no pair clearance, the kinds' allowances) instead of
+    the solver's."""
+    vmax = float(-BIG)
+    loss = float(0.0)
+    for k in range(T.n_pairs):
+        ij = T.pair_i[k]
+        i = ij[0]
+        j = ij[1]
+        lo_i, hi_i = obj_bounds(T, S, b, e, i)
+        lo_j, hi_j = obj_bounds(T, S, b, e, j)
+        c = T.pair_f[k][PF_CLEARANCE]
+        if check_level != 0:
+            c = 0.0
+        o = box_overlaps(lo_i, hi_i, lo_j, hi_j, c)
+        d = vmin3(o)
+        vmax = wp.max(vmax, d)
+        loss += T.pair_w * wp.max(d, 0.0)
+        if accumulate != 0 and d + margin > 0.0:
+            pair_push(T, S, b, k, i, j, o, lo_i, hi_i, lo_j, hi_j)
+    for jk in range(wp.static(len(PENALTY_IDS))):
+        kid = wp.static(PENALTY_IDS[jk])
+        for r in range(T.kind_start[kid], T.kind_start[kid + 1]):
+            ri = T.rel_i[r]
+            f = T.rel_f[r]
+            ci = ri[RI_CHILD]
+            pi = ri[RI_PARENT]
+            clo, chi = obj_bounds(T, S, b, e, ci)
+            plo = clo
+            phi = chi
+            if pi >= 0:
+                plo, phi = obj_bounds(T, S, b, e, pi)
+            x = S.x[b, ci]
+            depth, allowance, grad = wp.static(PENALTY_FUNCS[jk])(ri[RI_AXIS], ri[RI_FLAG], f, x, clo, chi, plo, phi)
+            lim = float(0.0)
+            if check_level != 0:
+                lim = allowance
+            vmax = wp.max(vmax, depth - lim)
+            loss += f[WEIGHT] * wp.max(depth - lim, 0.0)
+            if accumulate != 0 and depth + margin > 0.0:
+                dirn = wp.static(PUSH_FUNCS[jk])(T, S, b, ci, pi, x, clo, chi, plo, phi, ri[RI_AXIS], f)
+                S.g[b, ci] = S.g[b, ci] + f[WEIGHT] * dirn
+                if pi >= 0 and pi < T.n_mov:
+                    S.g[b, pi] = S.g[b, pi] - f[WEIGHT] * dirn
+    # INTERVAL relations to a movable parent that lost an interval conflict: push the parent
+    for jk in range(wp.static(len(INTERVAL_IDS))):
+        kid = wp.static(INTERVAL_IDS[jk])
+        for r in range(T.kind_start[kid], T.kind_start[kid + 1]):
+            ri = T.rel_i[r]
+            pi = ri[RI_PARENT]
+            if pi >= 0 and pi < T.n_mov:
+                res, shift = parent_residual(T, S, b, e, r)
+                vmax = wp.max(vmax, res)
+                w = T.rel_f[r][WEIGHT]
+                loss += w * res
+                if accumulate != 0 and res > 0.0:
+                    S.g[b, pi] = S.g[b, pi] - wp.vec3(w * wp.sign(shift[0]), w * wp.sign(shift[1]),
+                                                      w * wp.sign(shift[2]))
+    return vmax, loss
+
+
+@wp.func
+def worst_penalty_subject(T: SceneTables, S: CandidateState, b: int, e: int) -> int:
+    """The subject of the first PENALTY relation the check rejects (depth beyond its allowance), or -1."""
+    o = int(-1)
+    for jk in range(wp.static(len(PENALTY_IDS))):
+        kid = wp.static(PENALTY_IDS[jk])
+        for r in range(T.kind_start[kid], T.kind_start[kid + 1]):
+            ri = T.rel_i[r]
+            ci = ri[RI_CHILD]
+            pi = ri[RI_PARENT]
+            clo, chi = obj_bounds(T, S, b, e, ci)
+            plo = clo
+            phi = chi
+            if pi >= 0:
+                plo, phi = obj_bounds(T, S, b, e, pi)
+            depth, allowance, grad = wp.static(PENALTY_FUNCS[jk])(ri[RI_AXIS], ri[RI_FLAG], T.rel_f[r], S.x[b, ci],
+                                                                  clo, chi, plo, phi)
+            if o < 0 and depth - allowance > 0.0:
+                o = ci
+    return o

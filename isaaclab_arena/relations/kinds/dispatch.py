@@ -1,0 +1,51 @@
+"""Device-side dispatch over the relation kinds, generated from ``KINDS`` at codegen time (``wp.static``).
+
+``relation_interval`` and ``relation_violation`` pick the kind's function by its id; the ``*_IDS`` and
+``*_FUNCS`` lists let a kernel loop over the row range of each kind of a role with the function known
+statically (``for j in range(wp.static(len(PENALTY_IDS)))``).
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+from isaaclab_arena.relations.kernels.geometry import BIG
+from isaaclab_arena.relations.kinds import CHECK_SLOTS, KINDS, SLOT_OF_KIND
+from isaaclab_arena.relations.kinds.kind import KindRole, ParamRow
+
+NUM_KINDS = len(KINDS)
+INTERVAL_IDS = [i for i, k in enumerate(KINDS) if k.role == KindRole.INTERVAL]
+INTERVAL_FUNCS = [KINDS[i].interval for i in INTERVAL_IDS]
+PENALTY_IDS = [i for i, k in enumerate(KINDS) if k.role == KindRole.PENALTY]
+PENALTY_FUNCS = [KINDS[i].penalty for i in PENALTY_IDS]
+PUSH_FUNCS = [KINDS[i].push for i in PENALTY_IDS]
+HEADING_IDS = [i for i, k in enumerate(KINDS) if k.role == KindRole.HEADING]
+VIOLATION_FUNCS = [k.violation for k in KINDS]
+SLOTS = list(SLOT_OF_KIND)
+FACE_TO = wp.constant(HEADING_IDS[0])
+
+
+@wp.func
+def relation_interval(kind: int, axis: int, flag: int, f: ParamRow, olo: wp.vec3, ohi: wp.vec3, plo: wp.vec3,
+                      phi: wp.vec3, at_ratio: int):
+    """Per-axis origin interval of one INTERVAL relation row (+-BIG where unconstrained)."""
+    lo = wp.vec3(-BIG)
+    hi = wp.vec3(BIG)
+    for j in range(wp.static(len(INTERVAL_IDS))):
+        if kind == wp.static(INTERVAL_IDS[j]):
+            lo, hi = wp.static(INTERVAL_FUNCS[j])(axis, flag, f, olo, ohi, plo, phi, at_ratio)
+    return lo, hi
+
+
+@wp.func
+def relation_violation(kind: int, axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3, chi: wp.vec3,
+                       plo: wp.vec3, phi: wp.vec3, slack: float):
+    """(excess, cause) of one relation row; the shared definition behind its loss and its check."""
+    ex = float(0.0)
+    cause = int(0)
+    for j in range(wp.static(NUM_KINDS)):
+        if kind == j:
+            ex, cause = wp.static(VIOLATION_FUNCS[j])(axis, flag, f, p, clo, chi, plo, phi, slack)
+    return ex, cause
+#: Number of built-in check verdict slots (no_overlap first).
+NUM_SLOTS = wp.constant(len(CHECK_SLOTS))

@@ -1,0 +1,38 @@
+"""Rank stage: candidates of each env ordered by required-check failures, optional-check failures, then
+solver loss (all ascending). Batched torch on the batch's device; the one ranking definition used by
+``ObjectPlacer.place`` and the pool."""
+
+from __future__ import annotations
+
+import torch
+
+from isaaclab_arena.relations.validation.results import ValidatedBatch
+
+
+def rank_order(batch: ValidatedBatch) -> torch.Tensor:
+    """Candidate indices grouped by env (ascending env id), each env's candidates ranked best first."""
+    v = batch.validation
+    idx = torch.argsort(batch.loss, stable=True)
+    for key in (v.optional_failures, v.required_failures, batch.env_ids):
+        idx = idx[torch.argsort(key[idx], stable=True)]
+    return idx
+
+
+def best_per_env(batch: ValidatedBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """(env ids present, index of each one's best-ranked candidate)."""
+    order = rank_order(batch)
+    envs = batch.env_ids[order]
+    first = torch.ones_like(envs, dtype=torch.bool)
+    first[1:] = envs[1:] != envs[:-1]
+    return envs[first], order[first]
+
+
+def rank_within_env(env_sorted: torch.Tensor, mask: torch.Tensor, num_envs: int) -> torch.Tensor:
+    """For candidates already sorted by env, the 0-based rank of each masked candidate among its env's masked
+    candidates (unmasked entries get a large value)."""
+    m = mask.to(torch.long)
+    csum = torch.cumsum(m, 0)
+    counts = torch.zeros(num_envs, dtype=torch.long, device=env_sorted.device).index_add_(0, env_sorted, m)
+    before = torch.cumsum(counts, 0) - counts
+    rank = csum - 1 - before[env_sorted]
+    return torch.where(mask, rank, torch.full_like(rank, 1 << 40))

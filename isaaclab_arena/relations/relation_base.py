@@ -1,0 +1,149 @@
+"""What every relation shares: the base classes, the world axes and sides, and parameter checks.
+
+Every length is in metres and every angle in radians. Positions and limits are in the env-local world
+frame (the frame of one environment before its env origin is added).
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+
+if TYPE_CHECKING:
+    from isaaclab_arena.assets.asset import PlaceableAsset
+
+
+class Side(str, Enum):
+    """Axis direction for spatial relationships."""
+
+    POSITIVE_X = "positive_x"
+    NEGATIVE_X = "negative_x"
+    POSITIVE_Y = "positive_y"
+    NEGATIVE_Y = "negative_y"
+
+    @property
+    def axis_index(self) -> int:
+        """0 for the X sides, 1 for the Y sides."""
+        return 0 if self in (Side.POSITIVE_X, Side.NEGATIVE_X) else 1
+
+    @property
+    def sign(self) -> float:
+        return 1.0 if self in (Side.POSITIVE_X, Side.POSITIVE_Y) else -1.0
+
+
+class Axis(str, Enum):
+    """World axis for single-axis relations."""
+
+    X = "x"
+    Y = "y"
+    Z = "z"
+
+    @property
+    def index(self) -> int:
+        return {"x": 0, "y": 1, "z": 2}[self.value]
+
+
+def coerce_enum(enum_cls, value, relation: str, param: str):
+    """``value`` as a member of ``enum_cls`` (members or their strings, any case); ValueError otherwise."""
+    if isinstance(value, enum_cls):
+        return value
+    if isinstance(value, str):
+        try:
+            return enum_cls(value.lower())
+        except ValueError:
+            pass
+    accepted = ", ".join(repr(m.value) for m in enum_cls)
+    raise ValueError(f"{relation}: {param}={value!r} is not a valid {enum_cls.__name__}; accepted: {accepted}")
+
+
+def number(value, relation: str, param: str, *, optional: bool = False, minimum: float | None = None,
+           strict_minimum: bool = False, maximum: float | None = None) -> float | None:
+    """A finite float within the given bounds (None allowed when ``optional``); ValueError naming the
+    relation and parameter otherwise."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{relation}: {param} must be a number{' or None' if optional else ''}, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{relation}: {param} must be finite, got {value!r}")
+    if minimum is not None:
+        if strict_minimum and value <= minimum:
+            raise ValueError(f"{relation}: {param} must be > {minimum:g}, got {value:g}")
+        if not strict_minimum and value < minimum:
+            raise ValueError(f"{relation}: {param} must be >= {minimum:g}, got {value:g}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{relation}: {param} must be <= {maximum:g}, got {value:g}")
+    return value
+
+
+def flag(value, relation: str, param: str) -> bool:
+    """A strict bool; ValueError naming the relation and parameter otherwise."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{relation}: {param} must be true or false, got {value!r}")
+    return value
+
+
+def limits(value, relation: str, param: str) -> tuple[float | None, float | None]:
+    """A (minimum, maximum) pair of optional finite floats with minimum <= maximum."""
+    if value is None:
+        return (None, None)
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 2:
+        raise ValueError(f"{relation}: {param} must be a (minimum, maximum) pair, either may be None; got {value!r}")
+    lo = number(value[0], relation, f"{param}[0]", optional=True)
+    hi = number(value[1], relation, f"{param}[1]", optional=True)
+    if lo is not None and hi is not None and lo > hi:
+        raise ValueError(f"{relation}: {param} minimum {lo:g} is above its maximum {hi:g}")
+    return (lo, hi)
+
+
+class RelationBase:
+    """Anything attached with ``add_relation()``: spatial relations, orientation relations, markers, modifiers."""
+
+    yaml_kind: ClassVar[str] = ""
+    #: True for relations the solver turns into positional objectives.
+    is_spatial: ClassVar[bool] = False
+
+    def params(self) -> dict[str, Any]:
+        """Constructor parameters other than ``parent``, as plain values (enums as their strings)."""
+        return {}
+
+    @property
+    def parent(self) -> "PlaceableAsset | None":
+        return None
+
+    def describe(self) -> str:
+        ref = f"{self.parent.name}" if self.parent is not None else ""
+        return f"{self.yaml_kind}({ref})"
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
+        ref = f"{self.parent.name!r}" if self.parent is not None else ""
+        return f"{type(self).__name__}({ref}{', ' if ref and args else ''}{args})"
+
+    def __eq__(self, other) -> bool:
+        if type(self) is not type(other):
+            return False
+        mine = self.parent.name if self.parent is not None else None
+        theirs = other.parent.name if other.parent is not None else None
+        return mine == theirs and self.params() == other.params()
+
+    def __hash__(self):
+        return hash((type(self).__name__, tuple(sorted(self.params().items(), key=lambda kv: kv[0])).__repr__()))
+
+
+class Relation(RelationBase):
+    """A relation between the subject (the asset it is added to) and a parent (reference) asset."""
+
+    def __init__(self, parent: "PlaceableAsset", relation_loss_weight: float = 1.0):
+        # duck-typed: the relations modules do not import the asset model (assets import relations)
+        if not all(hasattr(parent, a) for a in ("name", "add_relation", "get_bounding_box")):
+            raise TypeError(f"{type(self).__name__}: parent must be a placeable asset, got {parent!r}")
+        self._parent = parent
+        self.relation_loss_weight = number(relation_loss_weight, type(self).__name__, "relation_loss_weight",
+                                           minimum=0.0)
+
+    @property
+    def parent(self) -> "PlaceableAsset":
+        return self._parent

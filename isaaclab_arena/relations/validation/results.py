@@ -1,0 +1,192 @@
+"""Values the validate stage returns: the verdicts of one batch, and a batch paired with them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import torch
+
+from isaaclab_arena.relations.kinds import CHECK_SLOTS
+from isaaclab_arena.relations.placement_candidate import (
+    PlacementCandidate,
+    PlacementCandidateBatch,
+    candidate_views,
+)
+
+
+_POPCOUNT: dict[tuple, torch.Tensor] = {}
+
+
+def _popcount_table(mask: int, width: int, device) -> torch.Tensor:
+    """(2**width,) int32: the number of set bits of ``i & mask`` for every i (cached per mask and device)."""
+    key = (mask, width, str(device))
+    table = _POPCOUNT.get(key)
+    if table is None:
+        bits = torch.arange(1 << width, device=device)
+        table = _POPCOUNT[key] = torch.stack([((bits & mask) >> s) & 1 for s in range(width)]).sum(0).to(torch.int32)
+    return table
+
+
+@dataclass(frozen=True)
+class PlacementValidationResults:
+    """Verdicts of one validated batch of B candidates.
+
+    The built-in checks' verdicts come from the solve stage's evaluation as one (B, K) table and a failed-slot
+    bit field; what the runner added (custom and expensive validators) is kept per check. Everything derived
+    (per-check verdicts, failure counts, ``passed``) is computed on first use.
+
+    Attributes:
+        checks: Enabled checks, in the order they ran.
+        required: The enabled checks that must pass.
+        builtin_checks: The enabled built-in checks.
+        builtin_verdicts: (B, K) bool verdict per built-in check slot (``kinds.CHECK_SLOTS``).
+        builtin_fail_bits: (B,) int32: bit s set when built-in slot s failed.
+        builtin_required_mask / builtin_optional_mask: Slot bits of the enabled required / optional built-ins.
+        extra_verdicts: check -> (B,) bool of the other validators; False where not evaluated.
+        extra_evaluated: check -> (B,) bool where it ran (None: everywhere).
+        extra_required_failures / extra_optional_failures: (B,) int32 failures among them (None: none ran).
+    """
+
+    checks: tuple[str, ...]
+    required: tuple[str, ...]
+    builtin_checks: tuple[str, ...]
+    builtin_verdicts: torch.Tensor
+    builtin_fail_bits: torch.Tensor
+    builtin_required_mask: int
+    builtin_optional_mask: int
+    extra_verdicts: dict[str, torch.Tensor] = field(default_factory=dict)
+    extra_evaluated: dict[str, torch.Tensor | None] = field(default_factory=dict)
+    extra_required_failures: torch.Tensor | None = None
+    extra_optional_failures: torch.Tensor | None = None
+
+    @cached_property
+    def verdicts(self) -> dict[str, torch.Tensor]:
+        """check -> (B,) bool; False where not evaluated."""
+        cols = self.builtin_verdicts.unbind(1)
+        out = {c: cols[CHECK_SLOTS.index(c)] for c in self.builtin_checks}
+        out.update(self.extra_verdicts)
+        return out
+
+    @property
+    def evaluated(self) -> dict[str, torch.Tensor | None]:
+        """check -> (B,) bool where it ran (None: everywhere)."""
+        return {**dict.fromkeys(self.builtin_checks), **self.extra_evaluated}
+
+    def _failures(self, mask: int, extra: torch.Tensor | None) -> torch.Tensor:
+        table = _popcount_table(mask, len(CHECK_SLOTS), self.builtin_fail_bits.device)
+        counts = table[self.builtin_fail_bits.long()]
+        return counts if extra is None else counts + extra
+
+    @cached_property
+    def required_failures(self) -> torch.Tensor:
+        """(B,) int32 failed required checks."""
+        return self._failures(self.builtin_required_mask, self.extra_required_failures)
+
+    @cached_property
+    def optional_failures(self) -> torch.Tensor:
+        """(B,) int32 failed enabled-but-optional checks."""
+        return self._failures(self.builtin_optional_mask, self.extra_optional_failures)
+
+    @cached_property
+    def passed(self) -> torch.Tensor:
+        """(B,) bool: every required check passed."""
+        if self.extra_required_failures is not None:
+            return self.required_failures == 0
+        return (self.builtin_fail_bits & self.builtin_required_mask) == 0
+
+    def evaluated_mask(self, check: str) -> torch.Tensor:
+        """(B,) bool: where ``check`` ran."""
+        mask = self.extra_evaluated.get(check)
+        return torch.ones_like(self.passed) if mask is None else mask
+
+    def for_candidate(self, b: int) -> dict[str, bool]:
+        return {c: bool(self.verdicts[c][b]) for c in self.checks}
+
+    @cached_property
+    def _counts(self) -> dict[str, tuple[int, int]]:
+        return {c: (int((self.verdicts[c] & self.evaluated_mask(c)).sum()), int(self.evaluated_mask(c).sum()))
+                for c in self.checks}
+
+    def counts(self) -> dict[str, tuple[int, int]]:
+        """check -> (passed, evaluated) over the batch."""
+        return self._counts
+
+    def select(self, index: torch.Tensor) -> "PlacementValidationResults":
+        def pick(t):
+            return None if t is None else t[index]
+
+        return replace(self, builtin_verdicts=self.builtin_verdicts[index],
+                       builtin_fail_bits=self.builtin_fail_bits[index],
+                       extra_verdicts={c: v[index] for c, v in self.extra_verdicts.items()},
+                       extra_evaluated={c: pick(v) for c, v in self.extra_evaluated.items()},
+                       extra_required_failures=pick(self.extra_required_failures),
+                       extra_optional_failures=pick(self.extra_optional_failures))
+
+
+@dataclass(frozen=True)
+class ValidatedBatch:
+    """A solved batch and its verdicts, as the placer and the pool use them (ranking, storage, diagnostics).
+
+    Attributes:
+        candidates: The solved candidates (poses and what the solver measured).
+        validation: Their verdicts.
+    """
+
+    candidates: PlacementCandidateBatch
+    validation: PlacementValidationResults
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    @property
+    def problem(self):
+        return self.candidates.problem
+
+    @property
+    def object_names(self) -> list[str]:
+        return self.candidates.object_names
+
+    @property
+    def env_ids(self) -> torch.Tensor:
+        return self.candidates.env_ids
+
+    @property
+    def draw_ids(self) -> torch.Tensor:
+        return self.candidates.draw_ids
+
+    @property
+    def positions(self) -> torch.Tensor:
+        return self.candidates.positions
+
+    @property
+    def rotations(self) -> torch.Tensor:
+        return self.candidates.rotations
+
+    @property
+    def loss(self) -> torch.Tensor:
+        return self.candidates.loss
+
+    @property
+    def check_results(self) -> dict[str, torch.Tensor]:
+        return self.validation.verdicts
+
+    @property
+    def passed(self) -> torch.Tensor:
+        return self.validation.passed
+
+    @property
+    def required_failures(self) -> torch.Tensor:
+        return self.validation.required_failures
+
+    @property
+    def optional_failures(self) -> torch.Tensor:
+        return self.validation.optional_failures
+
+    def select(self, index: torch.Tensor) -> "ValidatedBatch":
+        return ValidatedBatch(self.candidates.select(index), self.validation.select(index))
+
+    @cached_property
+    def candidate_views(self) -> list[PlacementCandidate]:
+        """Per-candidate views with their check results."""
+        return candidate_views(self.candidates, self.validation.verdicts)
