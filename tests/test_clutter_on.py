@@ -17,7 +17,7 @@ from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 from isaaclab_arena.relations.relations import AtPosition, ClutterOn, On, RotateAroundSolution
 from isaaclab_arena.relations.scenes import BIN_SIZE, TABLE_SIZE, bin_clutter_scene, clutter_scene, cuboid, table
-from isaaclab_arena.relations.validation.diagnostics import rejection_records
+from isaaclab_arena.relations.placement_diagnostics import rejection_records
 
 TOP = TABLE_SIZE[2]
 ENVS = 16

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from isaaclab_arena.assets.object_set import RigidObjectSet
-from isaaclab_arena.relations.object_placer import ObjectPlacer, rank_order
+from isaaclab_arena.relations.object_placer import ObjectPlacer
+from isaaclab_arena.relations.ranking import rank_keys, rank_order
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.placement_problem import MeshCollisionNotAvailableError
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
@@ -44,11 +45,18 @@ def test_place_returns_distinct_valid_layout_per_env():
 def test_ranking_required_then_optional_then_loss():
     scene = mug_bowl_scene()
     pl = ObjectPlacer(ObjectPlacerParams(placement_seed=1))
+    env = torch.tensor([1, 0, 0, 1, 0, 0])
+    req = torch.tensor([1, 0, 0, 2, 0, 1], dtype=torch.int32)
+    opt = torch.tensor([0, 1, 0, 0, 0, 0], dtype=torch.int32)
+    loss = torch.tensor([0.0, 0.0, 3.0, 0.0, 1.0, 0.5])
+    assert rank_keys(env, req, opt, loss).tolist() == [4, 2, 1, 5, 0, 3]
+    # a validated batch ranks by its own keys: passing candidates of an env come first
     batch = pl.place_batch(scene, torch.zeros(6, dtype=torch.int64), torch.arange(6), num_envs=1)
-    batch.required_failures = torch.tensor([1, 0, 0, 2, 0, 1], dtype=torch.int32)
-    batch.optional_failures = torch.tensor([0, 1, 0, 0, 0, 0], dtype=torch.int32)
-    batch.loss = torch.tensor([0.0, 0.0, 3.0, 0.0, 1.0, 0.5])
-    assert rank_order(batch).tolist() == [4, 2, 1, 0, 5, 3]
+    order = rank_order(batch)
+    assert sorted(order.tolist()) == list(range(6))
+    keys = list(zip(batch.required_failures[order].tolist(), batch.optional_failures[order].tolist(),
+                    batch.loss[order].tolist()))
+    assert keys == sorted(keys)
 
 
 def test_over_constrained_scene_fails_and_names_the_relation():

@@ -178,7 +178,7 @@ def test_fallbacks_fill_the_impossible_env_and_are_reported(tmp_path, capsys):
 
 def test_ranking_prefers_fewer_required_failures_then_lower_loss():
     pool = make(one_env_impossible(), num_envs=3, max_placement_attempts=1, min_unique_layouts_per_env=4)
-    req = [c for c in pool.check_names if c in pool._required()]
+    req = [c for c in pool.check_names if c in pool.required_check_names]
     cols = [pool.check_names.index(c) for c in req]
     fails = (~pool.slot_checks[2][:, cols]).sum(-1)
     loss = pool.slot_loss[2]

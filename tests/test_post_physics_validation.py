@@ -8,12 +8,14 @@ import textwrap
 import pytest
 import torch
 
-from isaaclab_arena.offline_placement.post_physics_validation import (
+from isaaclab_arena.offline_placement.post_physics_checks import (
     ArticulationLinkShiftValidator,
     PhysicsSettledValidator,
     PoseShiftValidator,
-    PostPhysicsConfigError,
     SupportContainmentValidator,
+)
+from isaaclab_arena.offline_placement.post_physics_validation import (
+    PostPhysicsConfigError,
     not_settled_block,
     run_post_physics_validators,
 )

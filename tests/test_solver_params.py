@@ -13,6 +13,7 @@ import torch
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.optimization.losses.relation_loss_strategies import NotNextToLossStrategy
+from isaaclab_arena.relations.evaluation import evaluate_poses
 from isaaclab_arena.relations.placement_candidate_generator import PlacementCandidateGenerator
 from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
@@ -112,7 +113,7 @@ def test_profile_prints_wall_time_batch_pairs_and_ms_per_iter(capsys):
     problem = pl.compile(scene, 8)
     start = PlacementCandidateGenerator(pl.solver).generate(problem, *ids(16, 8))
     assert lines(capsys.readouterr().out, "[solver") == []  # generation alone (no iterations) is not reported
-    pl.solver.solve(problem, start)
+    pl.solver.solve_candidates(problem, start)
     m = PROFILE_LINE.match(lines(capsys.readouterr().out, "[solver profile]")[0])
     assert int(m[2]) == 16
 
@@ -141,9 +142,14 @@ def test_position_history_snapshots_every_10_iterations_nan_after_the_stop():
     finite = torch.isfinite(h).all(-1).all(-1)
     assert torch.equal(finite, present) and torch.isnan(h[~present]).all()
     assert int(batch.iterations.max()) >= 20  # some candidates leave several snapshots
-    # slot 0 is the initial candidate the generator draws for the same (env, draw)
+    # slot 0 is the initial candidate the generator draws for the same (env, draw), up to the FaceTo headings
+    # the solve refreshes from the drawn positions before its first snapshot
     start = PlacementCandidateGenerator(pl.solver).generate(pl.compile(scene, 32), env, draw)
-    torch.testing.assert_close(h[:, 0], start.positions, atol=1e-6, rtol=0)
+    assert (h[:, 0] - start.positions).abs().max() < 1e-3
+    plain = SCENES["crowded14"]()  # no FaceTo: slot 0 is exactly the generated candidate
+    h0 = pl.place_batch(plain, env, draw, num_envs=32).position_history[:, 0]
+    torch.testing.assert_close(h0, PlacementCandidateGenerator(pl.solver).generate(pl.compile(plain, 32), env, draw)
+                               .positions, atol=1e-6, rtol=0)
     moved = present[:, 1] & ((h[:, 1] - h[:, 0]).abs().amax((-1, -2)) > 1e-4)
     assert moved.any()  # the snapshots follow the solve
     # select() keeps the history with its candidates
@@ -168,11 +174,11 @@ def test_position_history_follows_max_iters_and_the_solve_path():
     pl = placer(save_position_history=True, max_iters=25)
     batch = pl.place_batch(scene, *ids(32, 8), num_envs=8)
     assert batch.position_history.shape[1] == 3  # after 0, 10 and 20 iterations
-    # the general path: generate, then solve the batch in place
+    # the general path: generate, then solve the generated candidates
     problem = pl.compile(scene, 8)
     start = PlacementCandidateGenerator(pl.solver).generate(problem, *ids(16, 8))
-    pl.solver.solve(problem, start)
-    h = start.position_history
+    assert start.position_history is None
+    h = pl.solver.solve_candidates(problem, start).position_history
     assert h.shape == (16, 3, len(problem.object_names), 3) and torch.isfinite(h[:, 0]).all()
 
 
@@ -211,7 +217,8 @@ def test_convergence_threshold_never_stops_a_layout_the_checks_reject():
     scene = _keep_out_scene()
     env, draw = ids(128, 16)
     start = PlacementCandidateGenerator(pl.solver).generate(pl.compile(scene, 16), env, draw)
-    bad = ~pl.runner.run(start).verdicts["not_next_to"]
+    evaluated = evaluate_poses(pl.compile(scene, 16), start.env_ids, start.positions, start.rotations)
+    bad = ~pl.runner.validate(evaluated).verdicts["not_next_to"]
     assert int(bad.sum()) > 0  # some initial draws violate the keep-out
     batch = pl.place_batch(scene, env, draw, num_envs=16)
     assert bool((batch.iterations[bad] > 0).all())  # they were not stopped at their low loss

@@ -25,7 +25,7 @@ from isaaclab_arena.relations.relations import (
     Side,
 )
 from isaaclab_arena.relations.scenes import cuboid, on_table, table
-from isaaclab_arena.relations.validation.diagnostics import rejection_records
+from isaaclab_arena.relations.placement_diagnostics import rejection_records
 from isaaclab_arena.utils.pose import Pose
 
 TOP = 0.75

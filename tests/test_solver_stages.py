@@ -8,7 +8,9 @@ import torch
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.placement_candidate_generator import PlacementCandidateGenerator
-from isaaclab_arena.relations.placement_problem import CHECK_SLOTS, compile_placement_problem
+from isaaclab_arena.relations.compile_problem import compile_placement_problem
+from isaaclab_arena.relations.evaluation import evaluate_poses
+from isaaclab_arena.relations.kinds import CHECK_SLOTS
 from isaaclab_arena.relations.relation_solver import RelationSolver
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 from isaaclab_arena.relations.scenes import SCENES
@@ -19,7 +21,8 @@ def test_compiled_tables_describe_the_scene():
     params = ObjectPlacerParams()
     problem = compile_placement_problem(SCENES["mug_bowl"](), 3, 7, params)
     assert problem.object_names == ["mug", "bowl"] and problem.fixed_names == ["table"]
-    assert [r.check for r in problem.relations] == ["next_to", "on_relation", "on_relation"]
+    # rows grouped by kind in kinds.KINDS order (on, ..., next_to), scene order within a kind
+    assert [r.check for r in problem.relations] == ["on_relation", "on_relation", "next_to"]
     assert problem.pairs == [(0, 1)]  # mug-bowl; both On the table (exempt)
     assert problem.local_lo.shape == (3, 3, 3)
     assert torch.allclose(problem.fixed_hi[0, 0], torch.tensor([0.6, 0.4, 0.75]))
@@ -32,13 +35,14 @@ def test_generate_then_solve_then_validate():
     solver = RelationSolver(RelationSolverParams())
     gen = PlacementCandidateGenerator(solver)
     batch = gen.generate(problem, torch.arange(32) % 4, torch.arange(32) // 4)
-    assert (batch.iterations == 0).all()
+    assert batch.loss is None and batch.iterations is None and not batch.evaluated  # poses only
     z = batch.positions[..., 2]
     assert torch.all((z > 0.75) & (z < 0.9))  # every start rests on the table
     runner = PlacementValidationRunner.from_params(params)
-    start = runner.run(batch)
-    solver.solve(problem, batch)
-    after = runner.run(batch)
+    start = runner.validate(evaluate_poses(problem, batch.env_ids, batch.positions, batch.rotations))
+    solved = solver.solve_candidates(problem, batch)
+    assert solved is not batch and torch.equal(batch.positions, gen.generate(problem, batch.env_ids, batch.draw_ids).positions)
+    after = runner.validate(solved)
     assert int(after.passed.sum()) >= int(start.passed.sum())
     assert after.passed.float().mean() >= 0.95
 

@@ -12,10 +12,11 @@ from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.relations import NextTo, On, Side
 from isaaclab_arena.relations.scenes import cuboid, mug_bowl_scene, on_table, table
-from isaaclab_arena.relations.validation.diagnostics import rejection_records, summary_lines
+from isaaclab_arena.relations.placement_diagnostics import batch_diagnostics, rejection_records
 from isaaclab_arena.relations.validation.pre_physics import PrePhysicsPlacementValidator
 from isaaclab_arena.relations.validation.registry import (
     register_validator,
+    builtin_checks,
     registered_validators,
     unregister_validator,
 )
@@ -45,8 +46,8 @@ def max_height_validator():
 
 
 def test_builtin_checks_registered_and_ik_not_without_curobo():
-    names = registered_validators()
-    assert all(c in names for c in BUILTIN)
+    names = set(builtin_checks()) | set(registered_validators())
+    assert all(c in names for c in BUILTIN) and builtin_checks() == tuple(BUILTIN)
     assert PlacementCheck.IK_REACHABLE.value not in names
     assert [c.value for c in PlacementCheck][:7] == BUILTIN
 
@@ -147,7 +148,7 @@ def test_summary_lines_and_records_name_cause_and_amount():
     pl = ObjectPlacer(ObjectPlacerParams(placement_seed=0))
     pos = torch.tensor([[[0.0, 0.0, 0.81], [-0.25, 0.0, 0.77]], [[0.0, 0.0, 0.81], [0.08, 0.0, 0.77]]])
     batch = pl.validate_poses([t, box, plate], pos)
-    lines = summary_lines(batch)
+    lines = batch_diagnostics(batch).console_lines()
     assert lines[0].startswith("[placement] Validated 2 candidate layout(s); passed per check: no_overlap=1/2, "
                                "on_relation=2/2")
     assert "next_to=0/2" in lines[0]
@@ -156,7 +157,7 @@ def test_summary_lines_and_records_name_cause_and_amount():
     assert wrong.cause == "'plate' next_to(box, positive_x): on the wrong side"
     assert wrong.violation == "by 0.290 m"
     assert any(r.check == "no_overlap" and r.cause == "'box' overlaps 'plate'" and r.candidate == 1 for r in recs)
-    assert any(line.startswith("  next_to: 'plate' next_to(box, positive_x): on the wrong side x1") for line in lines)
+    assert "  next_to: 'plate' next_to(box, positive_x): on the wrong side: 1 rejected (e.g. by 0.290 m, env 0)" in lines
 
 
 def test_validator_report_type():

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import os
 
-import torch
 
 from isaaclab_arena.assets.object_set import RigidObjectSet
 

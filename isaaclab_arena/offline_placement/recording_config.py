@@ -22,11 +22,13 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from omegaconf import MISSING
 
-from isaaclab_arena.offline_placement.post_physics_validation import (
+from isaaclab_arena.offline_placement.post_physics_checks import (
     BUILTIN_POST_PHYSICS_VALIDATORS,
+    SupportContainmentValidator,
+)
+from isaaclab_arena.offline_placement.post_physics_validation import (
     PostPhysicsConfigError,
     PostPhysicsPlacementValidator,
-    SupportContainmentValidator,
 )
 
 DEFAULT_SETTLE_NUM_STEPS = 5

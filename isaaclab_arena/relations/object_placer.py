@@ -156,7 +156,7 @@ class ObjectPlacer:
         for r in rejection_records(sub):
             by_cand.setdefault(r.candidate, []).append(r)
         results = []
-        for k, cand in enumerate(sub.candidate_views):
+        for k, cand in enumerate(sub.candidates):
             results.append(PlacementResult(
                 env_id=int(envs[k]), success=bool(sub.passed[k]), positions=cand.positions, rotations=cand.rotations,
                 loss=cand.loss, check_results=cand.check_results, sample_id=cand.sample_id,

@@ -68,7 +68,7 @@ def _failed_masks(vb: ValidatedBatch) -> dict[str, torch.Tensor]:
 def _relation_failures(vb: ValidatedBatch, failed: dict[str, torch.Tensor]):
     """(candidate idx, relation idx, cause code, excess) of every relation whose check failed for that
     candidate, and the no_overlap failures (candidate idx, pair, depth); host tensors."""
-    b = vb.candidates
+    b = vb.solved
     problem = b.problem
     ov = failed.get("no_overlap")
     if ov is not None and b.overlap_depth is not None:

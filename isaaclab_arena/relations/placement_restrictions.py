@@ -212,7 +212,6 @@ def _check_fits(asset, rel, random_yaw_init: bool, where) -> None:
     ClutterOn: the central ``spread`` release region inset by edge_margin_m) is refused before solving.
     Footprints are world-aligned under the rotations the solver uses; for a child whose yaw is drawn
     (random yaw, FaceTo) only what no yaw can fix is refused."""
-    import math
 
     from isaaclab_arena.assets.object_set import RigidObjectSet
 

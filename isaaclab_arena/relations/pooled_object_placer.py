@@ -65,6 +65,7 @@ class PooledObjectPlacer:
         self.layouts_per_env = self.params.min_unique_layouts_per_env
         self.object_names: list[str] | None = None
         self.check_names: list[str] = []
+        self.required_check_names: list[str] = []
         L, E, dev = self.layouts_per_env, num_envs, self.device
         self.next_draw = torch.zeros(E, dtype=torch.long, device=dev)
         self.cursor = torch.zeros(E, dtype=torch.long, device=dev)      # next slot to hand out
@@ -101,6 +102,7 @@ class PooledObjectPlacer:
     def _allocate(self, batch) -> None:
         self.object_names = list(batch.object_names)
         self.check_names = list(batch.validation.checks)
+        self.required_check_names = list(batch.validation.required)
         E, L, n = self.num_envs, self.layouts_per_env, len(self.object_names)
         self.poses = torch.zeros(E, L, n, 7, device=self.device)
         self.slot_checks = torch.zeros(E, L, len(self.check_names), dtype=torch.bool, device=self.device)

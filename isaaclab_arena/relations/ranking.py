@@ -9,13 +9,20 @@ import torch
 from isaaclab_arena.relations.validation.results import ValidatedBatch
 
 
-def rank_order(batch: ValidatedBatch) -> torch.Tensor:
-    """Candidate indices grouped by env (ascending env id), each env's candidates ranked best first."""
-    v = batch.validation
-    idx = torch.argsort(batch.loss, stable=True)
-    for key in (v.optional_failures, v.required_failures, batch.env_ids):
+def rank_keys(env_ids: torch.Tensor, required_failures: torch.Tensor, optional_failures: torch.Tensor,
+              loss: torch.Tensor) -> torch.Tensor:
+    """Candidate indices grouped by env (ascending env id), each env's candidates ordered by required
+    failures, then optional failures, then loss (stable: ties keep batch order)."""
+    idx = torch.argsort(loss, stable=True)
+    for key in (optional_failures, required_failures, env_ids):
         idx = idx[torch.argsort(key[idx], stable=True)]
     return idx
+
+
+def rank_order(batch: ValidatedBatch) -> torch.Tensor:
+    """``rank_keys`` of a validated batch: each env's candidates best first."""
+    v = batch.validation
+    return rank_keys(batch.env_ids, v.required_failures, v.optional_failures, batch.loss)
 
 
 def best_per_env(batch: ValidatedBatch) -> tuple[torch.Tensor, torch.Tensor]:

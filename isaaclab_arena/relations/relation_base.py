@@ -1,17 +1,22 @@
 """What every relation shares: the base classes, the world axes and sides, and parameter checks.
 
-Every length is in metres and every angle in radians. Positions and limits are in the env-local world
+Parameter checks come from ``utils.checks`` (one helper for the whole core); ``limits`` adds the
+(minimum, maximum) pairs of position limits. Every length is in metres and every angle in radians. Positions and limits are in the env-local world
 frame (the frame of one environment before its env origin is added).
 """
 
 from __future__ import annotations
 
-import math
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
+from isaaclab_arena.utils.checks import enum_member as coerce_enum
+from isaaclab_arena.utils.checks import flag, number
+
 if TYPE_CHECKING:
     from isaaclab_arena.assets.asset import PlaceableAsset
+
+__all__ = ["Axis", "Relation", "RelationBase", "Side", "coerce_enum", "flag", "limits", "number"]
 
 
 class Side(str, Enum):
@@ -42,47 +47,6 @@ class Axis(str, Enum):
     @property
     def index(self) -> int:
         return {"x": 0, "y": 1, "z": 2}[self.value]
-
-
-def coerce_enum(enum_cls, value, relation: str, param: str):
-    """``value`` as a member of ``enum_cls`` (members or their strings, any case); ValueError otherwise."""
-    if isinstance(value, enum_cls):
-        return value
-    if isinstance(value, str):
-        try:
-            return enum_cls(value.lower())
-        except ValueError:
-            pass
-    accepted = ", ".join(repr(m.value) for m in enum_cls)
-    raise ValueError(f"{relation}: {param}={value!r} is not a valid {enum_cls.__name__}; accepted: {accepted}")
-
-
-def number(value, relation: str, param: str, *, optional: bool = False, minimum: float | None = None,
-           strict_minimum: bool = False, maximum: float | None = None) -> float | None:
-    """A finite float within the given bounds (None allowed when ``optional``); ValueError naming the
-    relation and parameter otherwise."""
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{relation}: {param} must be a number{' or None' if optional else ''}, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{relation}: {param} must be finite, got {value!r}")
-    if minimum is not None:
-        if strict_minimum and value <= minimum:
-            raise ValueError(f"{relation}: {param} must be > {minimum:g}, got {value:g}")
-        if not strict_minimum and value < minimum:
-            raise ValueError(f"{relation}: {param} must be >= {minimum:g}, got {value:g}")
-    if maximum is not None and value > maximum:
-        raise ValueError(f"{relation}: {param} must be <= {maximum:g}, got {value:g}")
-    return value
-
-
-def flag(value, relation: str, param: str) -> bool:
-    """A strict bool; ValueError naming the relation and parameter otherwise."""
-    if not isinstance(value, bool):
-        raise ValueError(f"{relation}: {param} must be true or false, got {value!r}")
-    return value
 
 
 def limits(value, relation: str, param: str) -> tuple[float | None, float | None]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
 USD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "usd")
 

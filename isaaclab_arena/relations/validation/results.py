@@ -129,46 +129,62 @@ class ValidatedBatch:
     """A solved batch and its verdicts, as the placer and the pool use them (ranking, storage, diagnostics).
 
     Attributes:
-        candidates: The solved candidates (poses and what the solver measured).
+        solved: The solved candidates (poses and what the solver measured of them).
         validation: Their verdicts.
     """
 
-    candidates: PlacementCandidateBatch
+    solved: PlacementCandidateBatch
     validation: PlacementValidationResults
 
     def __len__(self) -> int:
-        return len(self.candidates)
+        return len(self.solved)
 
     @property
     def problem(self):
-        return self.candidates.problem
+        return self.solved.problem
 
     @property
     def object_names(self) -> list[str]:
-        return self.candidates.object_names
+        return self.solved.object_names
 
     @property
     def env_ids(self) -> torch.Tensor:
-        return self.candidates.env_ids
+        return self.solved.env_ids
 
     @property
     def draw_ids(self) -> torch.Tensor:
-        return self.candidates.draw_ids
+        return self.solved.draw_ids
 
     @property
     def positions(self) -> torch.Tensor:
-        return self.candidates.positions
+        """(B, n, 3) env-local origins, metres."""
+        return self.solved.positions
 
     @property
     def rotations(self) -> torch.Tensor:
-        return self.candidates.rotations
+        """(B, n, 4) xyzw."""
+        return self.solved.rotations
+
+    @property
+    def bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """World-aligned bounds (lo, hi), each (B, n, 3), metres."""
+        return self.solved.bounds
 
     @property
     def loss(self) -> torch.Tensor:
-        return self.candidates.loss
+        return self.solved.loss
+
+    @property
+    def iterations(self) -> torch.Tensor:
+        return self.solved.iterations
+
+    @property
+    def position_history(self) -> torch.Tensor | None:
+        return self.solved.position_history
 
     @property
     def check_results(self) -> dict[str, torch.Tensor]:
+        """check -> (B,) bool verdicts."""
         return self.validation.verdicts
 
     @property
@@ -184,9 +200,9 @@ class ValidatedBatch:
         return self.validation.optional_failures
 
     def select(self, index: torch.Tensor) -> "ValidatedBatch":
-        return ValidatedBatch(self.candidates.select(index), self.validation.select(index))
+        return ValidatedBatch(self.solved.select(index), self.validation.select(index))
 
     @cached_property
-    def candidate_views(self) -> list[PlacementCandidate]:
+    def candidates(self) -> list[PlacementCandidate]:
         """Per-candidate views with their check results."""
-        return candidate_views(self.candidates, self.validation.verdicts)
+        return candidate_views(self.solved, self.validation.verdicts)
