@@ -82,11 +82,10 @@ def bench_scene(name: str, batches: list[int], runs: int, device: str, results: 
     b = max(batches)
     env_ids = torch.arange(b, device=device)
     batch = placer.place_problem(problem, env_ids, torch.zeros_like(env_ids))
-    runner = placer.runner
+    from isaaclab_arena.relations.evaluation import evaluate_poses
 
     def validate(r):
-        batch.invalidate()
-        runner.run(batch)
+        placer.validate(problem, evaluate_poses(problem, env_ids, batch.positions, batch.rotations))
 
     validate(0)
     t = median_time(validate, max(runs, 20 if b < 128 else runs))
