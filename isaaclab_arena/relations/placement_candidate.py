@@ -97,10 +97,6 @@ class PlacementCandidateBatch:
         return self.problem.object_names
 
     @property
-    def sample_ids(self) -> torch.Tensor:
-        return self.draw_ids
-
-    @property
     def evaluated(self) -> bool:
         """Whether the built-in checks' verdicts and per-relation violations are present."""
         return self.builtin_verdicts is not None

@@ -106,7 +106,7 @@ def zero_root_velocities(num: int, device: torch.device | str = "cpu", dtype=tor
 # -- replay configuration ----------------------------------------------------------------------------
 
 class ReplayConfigError(ValueError):
-    """A replay configuration that seed 000's "Replay Configuration" forbids; the message names the setting."""
+    """A replay configuration that cannot replay recorded layouts exactly; the message names the setting."""
 
 
 def _root_keys(asset) -> list[str]:

@@ -1,8 +1,8 @@
-"""PooledObjectPlacer: one logical pool of solved layouts, partitioned by environment (seed 002).
+"""PooledObjectPlacer: one logical pool of solved layouts, partitioned by environment.
 
 Pipeline per fill: generation (``ObjectPlacer.place_batch``: solve + inexpensive checks, expensive checks on
-survivors) -> ranking (required-check failures, optional-check failures, solver loss) -> storage into the
-partition of each candidate's env. Everything is batched torch over candidates; the only Python loop is over
+survivors) -> ranking (``ranking.rank_order``: required-check failures, optional-check failures, solver loss)
+-> storage into the partition of each candidate's env. Everything is batched torch over candidates; the only Python loop is over
 solve batches (at most ``max_placement_attempts``).
 
 * Each partition holds ``min_unique_layouts_per_env`` layouts. A reset takes the next queued layout of each

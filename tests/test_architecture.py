@@ -1,0 +1,160 @@
+"""Architecture rules, checked on the source: no import cycles, no module over 500 lines, no class hierarchy
+deeper than two (project classes above a class), a placement core that imports no simulator."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import os
+import pkgutil
+
+import pytest
+
+from isaaclab_arena import ARENA_ROOT
+
+PACKAGES = ("isaaclab_arena", "isaaclab_arena_environments", "isaaclab_arena_curobo")
+#: The placement core: plain geometry, torch and warp only.
+CORE = ("isaaclab_arena.relations", "isaaclab_arena.assets", "isaaclab_arena.utils")
+SIMULATORS = ("isaaclab", "isaacsim", "omni", "pxr")
+MAX_LINES = 500
+
+
+def _modules() -> dict[str, str]:
+    """Module name -> source path of every module of the project's packages."""
+    out = {}
+    for pkg in PACKAGES:
+        root = os.path.join(ARENA_ROOT, pkg)
+        for dirpath, dirnames, files in os.walk(root):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            for f in files:
+                if f.endswith(".py"):
+                    rel = os.path.relpath(os.path.join(dirpath, f), ARENA_ROOT)[:-3].replace(os.sep, ".")
+                    out[rel[:-len(".__init__")] if rel.endswith(".__init__") else rel] = os.path.join(dirpath, f)
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(path: str, module: str) -> list[tuple[str, int]]:
+    """(imported module, line) of every import of a file, at any depth, except under ``if TYPE_CHECKING:``."""
+    tree = ast.parse(open(path).read(), path)
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    out = []
+
+    def visit(node):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            out.extend((a.name, node.lineno) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            out.append((base, node.lineno))
+            out.extend((f"{base}.{a.name}", node.lineno) for a in node.names if f"{base}.{a.name}" in MODULES)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    graph = {m: set() for m in MODULES}
+    for m, path in MODULES.items():
+        for name, _ in _imports(path, m):
+            if name in MODULES and name != m:
+                graph[m].add(name)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def strong(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    import sys
+
+    sys.setrecursionlimit(10000)
+    for v in graph:
+        if v not in index:
+            strong(v)
+    return out
+
+
+def test_no_import_cycles():
+    # a package __init__ that imports its own submodules is not a cycle of dependence between modules
+    graph = {m: {d for d in deps if not (m.startswith(d + ".") and MODULES[d].endswith("__init__.py"))}
+             for m, deps in _graph().items()}
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_core_imports_no_simulator_even_inside_functions():
+    bad = []
+    for m, path in MODULES.items():
+        if m.startswith(CORE):
+            for name, line in _imports(path, m):
+                if name.split(".")[0] in SIMULATORS:
+                    bad.append(f"{m}:{line} imports {name}")
+    assert bad == []
+
+
+def test_the_simulator_scan_sees_imports_inside_functions(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("def f():\n    import pxr.Usd\n")
+    assert [n for n, _ in _imports(str(src), "x.m")] == ["pxr.Usd"]
+
+
+def test_no_module_over_500_lines():
+    long = {m: n for m, p in MODULES.items() if (n := len(open(p).read().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def _project_classes():
+    for m in sorted(MODULES):
+        try:
+            mod = importlib.import_module(m)
+        except Exception as err:  # a module that cannot import in this venv fails the suite elsewhere
+            pytest.fail(f"cannot import {m}: {err}")
+        for _, cls in inspect.getmembers(mod, inspect.isclass):
+            if cls.__module__ == m:
+                yield cls
+
+
+def test_no_class_hierarchy_deeper_than_two():
+    deep = {}
+    for cls in _project_classes():
+        ancestors = [c for c in cls.__mro__[1:] if c.__module__.split(".")[0] in PACKAGES]
+        if len(ancestors) > 2:
+            deep[f"{cls.__module__}.{cls.__qualname__}"] = [c.__qualname__ for c in ancestors]
+    assert deep == {}
