@@ -7,7 +7,6 @@ import ast
 import importlib
 import inspect
 import os
-import pkgutil
 
 import pytest
 

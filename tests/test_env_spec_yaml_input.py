@@ -6,7 +6,6 @@ cases run ``environment_runner.py`` in a subprocess from a temporary folder outs
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import warnings
 import pytest
 
 from isaaclab_arena import ARENA_ROOT
-from isaaclab_arena.env_spec import ArenaEnvGraphSpec, EnvSpecError, EnvSpecWarning
+from isaaclab_arena.env_spec import ArenaEnvGraphSpec, EnvSpecWarning
 from isaaclab_arena.relations.relations import IsAnchor, On
 from _spec_helpers import check_error, line_no, load_error, write
 

@@ -13,7 +13,6 @@ import zlib
 
 import numpy as np
 import pytest
-import torch
 import warp as wp
 
 from isaaclab_arena.assets.asset import Object
