@@ -1,7 +1,8 @@
 """Factories of the example assets: ``f(instance_name, **params) -> Object | Background``.
 
 Every asset's bounds come from its own geometry: procedural shapes from their spawner fields, the table and
-the bin from the USD files authored by ``generate_usd.py`` (read with pxr). Sizes are in metres.
+the bin from the USD files authored by ``generate_usd.py``, the concave assets (hollow bowl, mug with a
+handle, shelf, kitchen counter) from those authored by ``generate_mesh_usd.py`` (read with pxr). Sizes are in metres.
 
 Common params accepted by every factory:
     initial_pose: a ``Pose`` or ``{"position_xyz": [...], "rotation_xyzw": [...]}`` (env-local metres, xyzw).
@@ -23,6 +24,10 @@ from isaaclab_arena.utils.pose import Pose
 USD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "usd")
 TABLE_USD = os.path.join(USD_DIR, "table_background.usda")
 BIN_USD = os.path.join(USD_DIR, "bin.usda")
+BOWL_USD = os.path.join(USD_DIR, "bowl.usda")
+MUG_USD = os.path.join(USD_DIR, "mug.usda")
+SHELF_USD = os.path.join(USD_DIR, "shelf.usda")
+KITCHEN_COUNTER_USD = os.path.join(USD_DIR, "kitchen_counter.usda")
 GROUND_PLANE_USD = os.path.join(USD_DIR, "ground_plane.usda")
 
 
@@ -109,6 +114,40 @@ def bin(instance_name: str = "bin", **params) -> Object:  # noqa: A001 - the reg
     return _object(instance_name, "bin", cfg, params)
 
 
+def _dynamic_usd(usd_path: str, mass_kg: float):
+    return sim_utils.UsdFileCfg(usd_path=usd_path, rigid_props=sim_utils.UsdPhysicsRigidBodyCfg(),
+                                mass_props=sim_utils.MassCfg(mass=float(mass_kg)))
+
+
+def hollow_bowl(instance_name: str = "hollow_bowl", **params) -> Object:
+    """Hollow bowl (USD, ``generate_mesh_usd.py``): rim radius 0.08 m, 0.06 m high, inner floor at z = 0.008 m
+    above its base; origin at the centre of its base. 49 convex collision parts; 0.3 kg."""
+    return _object(instance_name, "hollow_bowl", _dynamic_usd(BOWL_USD, 0.3), params)
+
+
+def mug_with_handle(instance_name: str = "mug_with_handle", **params) -> Object:
+    """Mug with a handle on +X (USD): body radius 0.04 m, 0.10 m high, handle reaching x = 0.076 m; origin at
+    the centre of its base. 27 convex collision parts; 0.3 kg."""
+    return _object(instance_name, "mug_with_handle", _dynamic_usd(MUG_USD, 0.3), params)
+
+
+def shelf(instance_name: str = "shelf", **params) -> Object:
+    """Two-board shelf on four legs (USD): 0.24 m (x) by 0.40 m (y), boards at z = 0.15 and 0.30 m (0.015 m
+    thick), open underneath and at the front (-X); origin at the centre of its footprint on the floor. 2.5 kg."""
+    return _object(instance_name, "shelf", _dynamic_usd(SHELF_USD, 2.5), params)
+
+
+def kitchen_counter(instance_name: str = "kitchen_counter", **params) -> Background:
+    """Static kitchen counter (USD): 1.6 x 0.7 m, top at z = 0.90 m; prims ``counter_top`` (slab with a sink
+    cut-out at x in [-0.55, -0.10], y in [-0.175, 0.175]), ``sink`` (0.18 m deep basin), ``stove`` (cooktop
+    block at x in [0.25, 0.75], y in [-0.28, 0.28], 0.08 m high, burners on top), ``cabinet`` and ``apron``."""
+    _check_params(instance_name, "kitchen_counter", params, _COMMON)
+    return Background(instance_name, sim_utils.UsdFileCfg(usd_path=KITCHEN_COUNTER_USD),
+                      initial_pose=_pose(params.get("initial_pose"), instance_name),
+                      collision_mode=params.get("collision_mode"), registry_name="kitchen_counter",
+                      registry_params=dict(params))
+
+
 #: registry name -> factory, registered with ``isaaclab_arena.adapters.asset_registry`` by the package ``__init__``.
 FACTORIES = {
     "table_background": table_background,
@@ -120,4 +159,8 @@ FACTORIES = {
     "box_flat": box_flat,
     "box_tall": box_tall,
     "bin": bin,
+    "hollow_bowl": hollow_bowl,
+    "mug_with_handle": mug_with_handle,
+    "shelf": shelf,
+    "kitchen_counter": kitchen_counter,
 }
