@@ -180,7 +180,21 @@ def slab_with_hole(outer_lo, outer_hi, hole_lo, hole_hi, z0: float, z1: float) -
 
 
 def open_box(lo, hi, wall: float) -> trimesh.Trimesh:
-    """An open-top container: floor and four walls of thickness ``wall`` inside the box [lo, hi]."""
-    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
-    rim = slab_with_hole(lo[:2], hi[:2], lo[:2] + wall, hi[:2] - wall, lo[2] + wall, hi[2])
-    return trimesh.util.concatenate([box(lo, (hi[0], hi[1], lo[2] + wall)), rim])
+    """An open-top container inside the box [lo, hi]: walls and floor ``wall`` thick, as one closed surface
+    (outer bottom and walls, the rim, the inner walls and the inner floor)."""
+    (x0, y0, z0), (x1, y1, z1) = np.asarray(lo, float), np.asarray(hi, float)
+    ring_o = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
+    ring_i = [(x0 + wall, y0 + wall), (x1 - wall, y0 + wall), (x1 - wall, y1 - wall), (x0 + wall, y1 - wall)]
+    zf = z0 + wall
+    # 0-3 outer bottom, 4-7 outer top, 8-11 inner top, 12-15 inner floor
+    verts = [(x, y, z0) for x, y in ring_o] + [(x, y, z1) for x, y in ring_o]
+    verts += [(x, y, z1) for x, y in ring_i] + [(x, y, zf) for x, y in ring_i]
+    faces = [[0, 2, 1], [0, 3, 2], [12, 13, 14], [12, 14, 15]]  # bottom (-Z), inner floor (+Z)
+    for c in range(4):
+        n = (c + 1) % 4
+        faces += [[c, n, 4 + n], [c, 4 + n, 4 + c]]  # outer wall
+        faces += [[4 + c, 4 + n, 8 + n], [4 + c, 8 + n, 8 + c]]  # rim
+        faces += [[8 + c, 8 + n, 12 + n], [8 + c, 12 + n, 12 + c]]  # inner wall
+    mesh = trimesh.Trimesh(np.array(verts, float), np.array(faces), process=True)
+    trimesh.repair.fix_normals(mesh)
+    return mesh
