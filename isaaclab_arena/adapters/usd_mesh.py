@@ -141,12 +141,14 @@ def _coacd_parts(key: str, vertices: bytes, faces: bytes, max_hulls: int, seed: 
     coacd.set_log_level("error")
     v = np.frombuffer(vertices, dtype=np.float64).reshape(-1, 3)
     f = np.frombuffer(faces, dtype=np.int64).reshape(-1, 3)
-    parts = coacd.run_coacd(coacd.Mesh(v, f), threshold=0.05, max_convex_hull=max_hulls, seed=seed)
+    parts = coacd.run_coacd(coacd.Mesh(v, f), threshold=0.05, max_convex_hull=max_hulls, seed=seed,
+                            mcts_iterations=60, resolution=1000)
     return tuple((np.asarray(pv, dtype=np.float64), np.asarray(pf, dtype=np.int64)) for pv, pf in parts)
 
 
 def convex_decomposition(mesh: trimesh.Trimesh, max_hulls: int = -1, seed: int = 0) -> list[trimesh.Trimesh]:
-    """Convex parts of ``mesh`` (CoACD, threshold 0.05, seeded; cached by content), each its convex hull."""
+    """Convex parts of ``mesh`` (CoACD: concavity threshold 0.05, 60 tree-search iterations, seeded; cached
+    by content; seconds per mesh on a CPU core), each as its convex hull."""
     v = np.ascontiguousarray(mesh.vertices, dtype=np.float64)
     f = np.ascontiguousarray(mesh.faces, dtype=np.int64)
     key = hashlib.sha1(v.tobytes() + f.tobytes()).hexdigest()

@@ -78,8 +78,9 @@ def _mesh(stage, path: str, mesh: trimesh.Trimesh, color, approximation: str | N
         UsdPhysics.MeshCollisionAPI.Apply(prim.GetPrim()).CreateApproximationAttr(approximation)
 
 
-def _convex_body(name: str, root: str, visual: trimesh.Trimesh, parts: list[trimesh.Trimesh], color) -> str:
-    path = os.path.join(USD_DIR, f"{name}.usda")
+def _convex_body(name: str, root: str, visual: trimesh.Trimesh, parts: list[trimesh.Trimesh], color,
+                 usd_dir: str) -> str:
+    path = os.path.join(usd_dir, f"{name}.usda")
     stage, _ = _new_stage(path, root)
     _mesh(stage, f"/{root}/visual", visual, color)
     UsdGeom.Xform.Define(stage, f"/{root}/collision")
@@ -88,17 +89,17 @@ def _convex_body(name: str, root: str, visual: trimesh.Trimesh, parts: list[trim
     return _save(stage, path)
 
 
-def write_bowl() -> str:
-    return _convex_body("bowl", "Bowl", shapes.bowl_visual(), shapes.bowl_convex_parts(), BOWL_COLOR)
+def write_bowl(usd_dir: str = USD_DIR) -> str:
+    return _convex_body("bowl", "Bowl", shapes.bowl_visual(), shapes.bowl_convex_parts(), BOWL_COLOR, usd_dir)
 
 
-def write_mug() -> str:
-    return _convex_body("mug", "Mug", shapes.mug_visual(), shapes.mug_convex_parts(), MUG_COLOR)
+def write_mug(usd_dir: str = USD_DIR) -> str:
+    return _convex_body("mug", "Mug", shapes.mug_visual(), shapes.mug_convex_parts(), MUG_COLOR, usd_dir)
 
 
-def write_shelf() -> str:
+def write_shelf(usd_dir: str = USD_DIR) -> str:
     """``/Shelf``: ``board_0`` (lower), ``board_1`` (top), ``leg_0..3``, ``back`` (between the boards, at +X)."""
-    path = os.path.join(USD_DIR, "shelf.usda")
+    path = os.path.join(usd_dir, "shelf.usda")
     stage, _ = _new_stage(path, "Shelf")
     dx, dy, t, leg = 0.5 * SHELF_DEPTH, 0.5 * SHELF_WIDTH, SHELF_BOARD, SHELF_LEG
     for i, z in enumerate(SHELF_BOARD_Z):
@@ -123,8 +124,8 @@ def _cylinder(stage, path: str, centre, radius: float, height: float, color) -> 
     UsdPhysics.CollisionAPI.Apply(cyl.GetPrim())
 
 
-def write_kitchen_counter() -> str:
-    path = os.path.join(USD_DIR, "kitchen_counter.usda")
+def write_kitchen_counter(usd_dir: str = USD_DIR) -> str:
+    path = os.path.join(usd_dir, "kitchen_counter.usda")
     stage, _ = _new_stage(path, "KitchenCounter")
     r = "/KitchenCounter"
     slab_z0 = COUNTER_TOP_Z - COUNTER_SLAB
@@ -158,8 +159,13 @@ def write_kitchen_counter() -> str:
     return _save(stage, path)
 
 
+def write_all(usd_dir: str = USD_DIR) -> list[str]:
+    """Writes the four files into ``usd_dir`` (the shipped folder by default); returns their paths."""
+    return [write_bowl(usd_dir), write_mug(usd_dir), write_shelf(usd_dir), write_kitchen_counter(usd_dir)]
+
+
 def main() -> None:
-    for p in (write_bowl(), write_mug(), write_shelf(), write_kitchen_counter()):
+    for p in write_all():
         print(f"wrote {p}")
 
 
