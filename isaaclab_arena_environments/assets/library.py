@@ -121,7 +121,7 @@ def _dynamic_usd(usd_path: str, mass_kg: float):
 
 def hollow_bowl(instance_name: str = "hollow_bowl", **params) -> Object:
     """Hollow bowl (USD, ``generate_mesh_usd.py``): rim radius 0.08 m, 0.06 m high, inner floor at z = 0.008 m
-    above its base; origin at the centre of its base. 49 convex collision parts; 0.3 kg."""
+    above its base; origin at the centre of its base. 65 convex collision parts; 0.3 kg."""
     return _object(instance_name, "hollow_bowl", _dynamic_usd(BOWL_USD, 0.3), params)
 
 

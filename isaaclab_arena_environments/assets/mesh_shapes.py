@@ -8,7 +8,7 @@ writes them into the shipped ``.usda`` files.
 - Mug: a hollow cylinder (radius 0.04 m, height 0.10 m) with a handle on its +X side.
 - Dynamic bodies need convex colliders: ``*_convex_parts`` cut the wall into angular sectors (and height
   bands for the curved bowl) and return the convex hull of each piece, so the union of the parts follows the
-  visual surface within the sagitta of one sector (about 1.5 mm).
+  visual surface within the sagitta of one piece (under 2 mm).
 """
 
 from __future__ import annotations
@@ -73,15 +73,15 @@ def _sector_hulls(outer: np.ndarray, inner: np.ndarray, bands: list[tuple[int, i
 
 
 def _disc(radius: float, z0: float, z1: float) -> trimesh.Trimesh:
-    phis = np.linspace(0.0, 2.0 * np.pi, 32, endpoint=False)
+    phis = np.linspace(0.0, 2.0 * np.pi, REVOLVE_SECTIONS, endpoint=False)
     return trimesh.convex.convex_hull(np.vstack([_ring(radius, z0, phis), _ring(radius, z1, phis)]))
 
 
 def bowl_convex_parts() -> list[trimesh.Trimesh]:
-    """Floor disc plus 16 sectors x 3 height bands of the wall, each a convex hull (49 parts)."""
+    """Floor disc plus 16 sectors x 4 height bands of the wall, each a convex hull (65 parts)."""
     outer, inner = _bowl_wall()
-    floor = _disc(BOWL_FOOT_RADIUS - BOWL_WALL, 0.0, BOWL_FLOOR)
-    return [floor] + _sector_hulls(outer, inner, [(0, 4), (4, 8), (8, 11)])
+    floor = _disc(BOWL_FOOT_RADIUS, 0.0, BOWL_FLOOR)  # the whole foot, under the wall's first band too
+    return [floor] + _sector_hulls(outer, inner, [(0, 3), (3, 6), (6, 9), (9, 11)])
 
 
 # ----------------------------------------------------------------------------------------------- mug

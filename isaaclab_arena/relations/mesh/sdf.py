@@ -139,8 +139,9 @@ def sphere_set_penetration(M: MeshTables, gs: int, ps: wp.vec3, qs: wp.quat, gt:
     Returns ``(depth, push, deepest, ok)``:
       - ``depth``: max over spheres of ``radius + clearance - signed distance`` (metres); > 0 means a sphere
         is closer than ``clearance`` to the target or inside it. Exact down to ``-NEAR_BAND``; a sphere
-        farther out counts as ``-NEAR_BAND``. When the subject's bounding sphere is far from the target's
-        box, the (more negative) gap to that box is returned without querying the mesh.
+        farther out counts as ``-NEAR_BAND``. When the subject's bounding sphere is more than ``NEAR_BAND``
+        from the target's box, minus that gap is returned without querying the mesh (values at or below
+        ``-NEAR_BAND`` only say that at least that much clearance is left).
       - ``push``: sum over penetrating spheres of ``depth_k * gradient_k`` (world): moving the subject
         along it separates the pair; the loss ``sum_k depth_k^2 / 2`` has gradient ``-push`` in ``ps``.
       - ``deepest``: sphere row of the deepest sphere (-1 when none was queried).
@@ -152,7 +153,7 @@ def sphere_set_penetration(M: MeshTables, gs: int, ps: wp.vec3, qs: wp.quat, gt:
     b = M.bound[gs]
     bc = wp.quat_rotate_inv(qt, ps + wp.quat_rotate(qs, wp.vec3(b[0], b[1], b[2])) - pt)
     gap = box_gap(bc, M.mesh_lo[gt], M.mesh_hi[gt]) - b[3] - clearance
-    if gap > 0.0:
+    if gap > NEAR_BAND:
         return -gap, wp.vec3(0.0), -1, 1
     depth = float(-1.0e9)
     push = wp.vec3(0.0)
