@@ -273,6 +273,19 @@ def test_open_target_uses_its_hull_or_logs_unreliable_signs(bowl, caplog):
     assert sd.item() < 0.0
 
 
+def test_unreliable_queries_are_logged_once(bowl, caplog):
+    forget_logged()
+    cover = fit_sphere_cover(bowl.vertices, bowl.faces, 4)
+    query = MeshPairQuery(cover, prepare_target("bowl", bowl.vertices, bowl.faces))
+    bad = torch.tensor([[float("nan"), 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], [0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]])
+    with caplog.at_level(logging.WARNING, logger="isaaclab_arena.relations.mesh"):
+        out = query(bad, torch.tensor([0, 0, 0, 0, 0, 0, 1.0]))
+        query(bad, torch.tensor([0, 0, 0, 0, 0, 0, 1.0]))
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and lines[0].startswith("[MeshSDF] asset 'bowl': 1 of 2 candidates had a signed-distance query")
+    assert out.depth[1].item() <= -0.01 and out.deepest[1].item() == -1  # far away: culled, nothing queried
+
+
 def test_missing_mesh_is_reported_once(caplog):
     forget_logged()
     with caplog.at_level(logging.WARNING, logger="isaaclab_arena.relations.mesh"):

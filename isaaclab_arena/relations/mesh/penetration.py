@@ -34,7 +34,9 @@ def _pair_kernel(M: MeshTables, gs: int, gt: int, ps: wp.array(dtype=wp.vec3), q
     d, p, k, ok = sphere_set_penetration(M, gs, ps[b], qs[b], gt, pt[j], qt[j], clearance, stop_above)
     depth[b] = d
     push[b] = p
-    deepest[b] = k - M.sph_start[gs]
+    deepest[b] = -1
+    if k >= 0:
+        deepest[b] = k - M.sph_start[gs]
     if ok == 0:
         wp.atomic_add(bad, 0, 1)
 
@@ -115,8 +117,8 @@ class MeshPairQuery:
                       outputs=[wp.from_torch(depth), wp.from_torch(push, dtype=wp.vec3), wp.from_torch(deepest),
                                wp.from_torch(bad)])
         if check and int(bad.item()) > 0:
-            log_once(MESH_SDF, f"query:{self.target.name}", f"asset '{self.target.name}': {int(bad.item())} "
-                     "signed-distance queries found no closest point or a non-finite distance")
+            log_once(MESH_SDF, f"query:{self.target.name}", f"asset '{self.target.name}': {int(bad.item())} of {b} "
+                     "candidates had a signed-distance query that found no closest point or gave a non-finite distance")
         return Penetration(depth, push, deepest.long())
 
 
@@ -141,6 +143,6 @@ def mesh_signed_distance(target: TargetMesh, points, device: str = "cpu") -> tup
             wp.launch(_sdf_kernel, dim=n, device=dev, inputs=[handle.tables, wp.from_torch(pts, dtype=wp.vec3)],
                       outputs=[wp.from_torch(sd), wp.from_torch(grad, dtype=wp.vec3), wp.from_torch(bad)])
         if int(bad.item()) > 0:
-            log_once(MESH_SDF, f"query:{target.name}", f"asset '{target.name}': {int(bad.item())} signed-distance "
-                     "queries found no closest point or a non-finite distance")
+            log_once(MESH_SDF, f"query:{target.name}", f"asset '{target.name}': {int(bad.item())} of {n} points had a "
+                     "signed-distance query that found no closest point or gave a non-finite distance")
     return sd, grad
