@@ -53,7 +53,7 @@ def test_convex_parts_follow_the_visual_surface(visual, parts):
 
 
 def test_registry_and_yaml_find_the_assets(tmp_path):
-    from isaaclab_arena.assets.registry import build_registered_asset
+    from isaaclab_arena.adapters.asset_registry import build_registered_asset
     from isaaclab_arena.env_spec.arena_env_graph_spec import ArenaEnvGraphSpec
 
     sizes = {"hollow_bowl": (0.16, 0.16, 0.06), "mug_with_handle": (0.116, 0.08, 0.10),

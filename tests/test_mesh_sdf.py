@@ -4,16 +4,13 @@ penetration re-checked against trimesh and plain float64 numpy, sphere covers me
 
 from __future__ import annotations
 
-import ast
 import logging
-import os
 
 import numpy as np
 import pytest
 import torch
 import trimesh
 
-from isaaclab_arena import ARENA_ROOT
 from isaaclab_arena.relations.mesh import (
     MeshGeometry,
     MeshPairQuery,
@@ -312,15 +309,3 @@ def test_geometry_tables_pack_subjects_and_targets(bowl):
     ids = handle.tables.mesh_id.numpy()
     assert ids[0] != 0 and ids[1] == 0 and ids[2] == ids[0]
     assert handle.tables.geom.numpy().tolist() == [[0, -1, 2]]
-
-
-def test_mesh_core_imports_nothing_from_usd_or_isaaclab():
-    folder = os.path.join(ARENA_ROOT, "isaaclab_arena", "relations", "mesh")
-    for name in os.listdir(folder):
-        if name.endswith(".py"):
-            tree = ast.parse(open(os.path.join(folder, name)).read())
-            for node in ast.walk(tree):
-                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                    [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-                for mod in mods:
-                    assert mod.split(".")[0] not in ("pxr", "isaaclab", "isaacsim", "omni"), f"{name} imports {mod}"

@@ -1,4 +1,5 @@
-"""Example assets: a table background and a bin authored with pxr, procedural mug, bowl and boxes.
+"""Example assets: a table background, a bin and concave assets (hollow bowl, mug with a handle, shelf, kitchen
+counter) authored with pxr and trimesh, procedural mug, bowl and boxes.
 
 Importing this package registers every factory of ``library.FACTORIES`` with the asset registry
 (``isaaclab_arena.adapters.asset_registry.register_asset``); the registry imports it on its first lookup.
