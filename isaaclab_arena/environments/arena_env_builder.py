@@ -30,7 +30,7 @@ import isaaclab.sim as sim_utils
 from isaaclab.assets import AssetBaseCfg
 from isaaclab.envs import ManagerBasedRLEnvCfg
 from isaaclab.envs import mdp
-from isaaclab.managers import EventTermCfg, TerminationTermCfg
+from isaaclab.managers import TerminationTermCfg
 from isaaclab.scene import InteractiveSceneCfg
 from isaaclab.utils import configclass
 
@@ -42,12 +42,7 @@ from isaaclab_arena.assets.object_type import ObjectType
 from isaaclab_arena.environments.env_spacing import default_env_spacing
 from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
 from isaaclab_arena.environments.physics import PHYSICS_CHOICES, make_physics_cfg
-from isaaclab_arena.environments.reset_events import (
-    ArenaPoseResetTerm,
-    CombinedPoseSource,
-    FixedPoseSource,
-    register_pose_source,
-)
+from isaaclab_arena.environments.reset_events import CombinedPoseSource, FixedPoseSource, arena_pose_reset_term_cfg
 from isaaclab_arena.environments.scene_entities import ExplicitCloneAssignment, entity_cfg
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.utils.pose import Pose
@@ -176,7 +171,6 @@ class ArenaEnvBuilder:
         self.cfg = cfg
         self.placer = None
         self.pose_source = None
-        self.pose_source_key: str | None = None
         self.member_indices: dict[str, list[int]] = {}
         self.env = None
         self.env_cfg = None
@@ -231,9 +225,6 @@ class ArenaEnvBuilder:
         """Spawned rigid roots: rigid objects and object sets (references spawn nothing)."""
         return [a for a in self.arena_env.assets if isinstance(a, (Object, RigidObjectSet))
                 and a.object_type == ObjectType.RIGID]
-
-    def _placed_names(self) -> list[str]:
-        return [a.name for a in self._rigid_assets() if a.has_placement_relations]
 
     def _replay_layouts(self):
         """The recorded layouts to replay (validated), or None when placement is solved."""
@@ -337,10 +328,8 @@ class ArenaEnvBuilder:
             scene.clone_cfg.clone_strategy = ExplicitCloneAssignment(variant_counts, np.asarray(members).T)
         scene.light = AssetBaseCfg(prim_path="/World/light", spawn=sim_utils.DomeLightCfg(intensity=1000.0))
         cfg.scene = scene
-        if self.pose_source is not None:
-            self.pose_source_key = register_pose_source(self.pose_source)
-            cfg.events.arena_placement = EventTermCfg(func=ArenaPoseResetTerm, mode="reset",
-                                                      params={"source_key": self.pose_source_key})
+        if self.pose_source is not None:  # the term gets the live source as a parameter (by reference)
+            cfg.events.arena_placement = arena_pose_reset_term_cfg(self.pose_source)
         if self.arena_env.env_cfg_overrides:  # YAML env_cfg_override: applied last, so it wins
             from isaaclab_arena.environments.env_cfg_override import apply_env_cfg_overrides
 

@@ -1,4 +1,5 @@
-"""Reset-term pose source replaying recorded layouts through the shared replay queue (seed 000 replay order)."""
+"""Reset-term pose source replaying recorded layouts through the shared replay queue (consecutive layouts in
+reset-request order)."""
 
 from __future__ import annotations
 
