@@ -2,34 +2,46 @@
 
 Prints one line per (scene, batch):
   bench scene=boxes3 batch=4096 layouts_per_s=... valid_rate=... ms_per_solve=... valid_layouts_per_s=...
+        spread_pct=... windows=... calls=...
 plus ``bench scene=... compile_s=...`` (one-time compile and kernel load, excluded from the rates),
-``bench scene=... batch=... validate_only_per_s=...`` (the check pass alone: the ceiling), and for
-boxes3/boxes10 Isaac Lab's stock randomiser (``sample_object_poses`` of
-isaaclab_tasks/contrib/stack/mdp/stack_events.py) checked by our validators:
+``bench scene=... batch=... validate_only_per_s=...`` (the check pass alone on one solved batch: the ceiling;
+``n/a`` where the checkout has no known way to run it alone), and for boxes3/boxes10 Isaac Lab's stock
+randomiser (``sample_object_poses`` of isaaclab_tasks/contrib/stack/mdp/stack_events.py) checked by our
+validators:
   bench scene=boxes3 peer=isaaclab_stock layouts_per_s=... valid_rate=... ratio=...
 
 A layout counts from the drawing of its candidate to its check verdicts (ObjectPlacer.place_problem:
-generate, solve, modifiers, validate). Figures are medians of several runs.
+generate, solve, modifiers, validate). Every figure is sustained (``bench_timing.sustained``): warm-up calls
+discarded, then ``--runs`` windows of at least ``--window_s`` seconds of back-to-back calls; the figure is the
+median window, ``spread_pct`` the (slowest - fastest window) / median. Each call draws new candidates (draw id =
+call count). ``cpu_*`` figures count this process's CPU seconds instead of wall seconds over the same windows:
+on a shared machine they move much less with other processes' load. The first line, ``# code=...``, names the
+checkout measured and the machine.
 
-Usage: scripts/arena_python.sh scripts/bench_placement.py [--quick] [--device cpu] [--runs 7]
+Which checkout is measured: the one on PYTHONPATH when PYTHONPATH is set (``scripts/arena_python.sh`` sets it to
+its own checkout; ``scripts/bench_compare.py`` points it at each side), else this script's checkout. Only the
+stable placer API is needed (``ObjectPlacer(ObjectPlacerParams(...))``, ``compile``,
+``place_problem(...).passed``, ``relations.scenes``); the validate-only ceiling and the peer's verdicts go
+through :func:`validate_only_call` and :func:`peer_verdicts`, which tolerate other versions of the core.
+
+Usage: scripts/arena_python.sh scripts/bench_placement.py [--quick] [--device cpu] [--runs 5] [--window_s 1.0]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import random
-import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+if not os.environ.get("PYTHONPATH"):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import torch  # noqa: E402
 
-from isaaclab_arena.relations.object_placer import ObjectPlacer  # noqa: E402
-from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams  # noqa: E402
-from isaaclab_arena.relations.relation_solver_params import RelationSolverParams  # noqa: E402
+from bench_timing import code_line, sustained  # noqa: E402
 from isaaclab_arena.relations.scenes import SCENES, TABLE_SIZE  # noqa: E402
 
 # all_relations uses every remaining relation kind but ClutterOn (it must be an object's only spatial
@@ -40,104 +52,190 @@ QUICK = [("boxes3", [1, 128]), ("boxes10", [128]), ("mug_bowl", [128]), ("crowde
          ("clutter", [64])]
 PEER = {"boxes3": (3, 4096), "boxes10": (10, 1024)}
 PEER_QUICK = {"boxes3": (3, 256), "boxes10": (10, 64)}
+#: Pairwise clearance the solver keeps between placed objects when the core does not say (metres).
+DEFAULT_CLEARANCE_M = 0.01
 
 
-def median_time(fn, runs: int) -> float:
-    ts = []
-    for r in range(runs):
-        t0 = time.perf_counter()
-        fn(r)
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+def _import(*candidates):
+    """The first importable ``(module, name)`` of ``candidates``."""
+    import importlib
+
+    for mod, name in candidates:
+        try:
+            return getattr(importlib.import_module(mod), name)
+        except (ImportError, AttributeError):
+            continue
+    raise ImportError(f"none of {candidates} is importable from this checkout")
 
 
-def bench_scene(name: str, batches: list[int], runs: int, device: str, results: dict) -> None:
+def make_placer(seed: int):
+    """``ObjectPlacer(ObjectPlacerParams(placement_seed=seed))`` with the solver's progress line off where the
+    checkout has ``RelationSolverParams(verbose=...)`` (printing is not timed work)."""
+    ObjectPlacer = _import(("isaaclab_arena.relations.object_placer", "ObjectPlacer"),
+                           ("isaaclab_arena.relations", "ObjectPlacer"))
+    ObjectPlacerParams = _import(("isaaclab_arena.relations.object_placer_params", "ObjectPlacerParams"),
+                                 ("isaaclab_arena.relations", "ObjectPlacerParams"))
+    kw = {"placement_seed": seed}
+    try:
+        solver_params = ObjectPlacerParams().solver_params
+        if hasattr(solver_params, "verbose"):
+            kw["solver_params"] = type(solver_params)(verbose=False)
+    except (AttributeError, TypeError):
+        pass
+    return ObjectPlacer(ObjectPlacerParams(**kw))
+
+
+def solver_clearance(placer) -> float:
+    """The solver's pairwise clearance (metres) of this checkout, else :data:`DEFAULT_CLEARANCE_M`."""
+    value = getattr(getattr(placer.params, "solver_params", None), "clearance_m", None)
+    return float(value) if value is not None else DEFAULT_CLEARANCE_M
+
+
+def validate_only_call(placer, problem, env_ids: torch.Tensor, batch):
+    """A callable re-running evaluation and checks alone on the poses of the solved ``batch``, or None when
+    this checkout's core has no way known here (the figure is then printed as ``n/a``). Cores with stage
+    values: ``placer.validate(problem, evaluate_poses(problem, env_ids, positions, rotations))``; older ones
+    (c2fad5c): ``batch.invalidate()`` then ``placer.runner.run(batch)``."""
+    try:
+        from isaaclab_arena.relations.evaluation import evaluate_poses
+    except ImportError:
+        evaluate_poses = None
+    sync = torch.cuda.synchronize if str(env_ids.device).startswith("cuda") else (lambda: None)
+    if evaluate_poses is not None and callable(getattr(placer, "validate", None)):
+        pos, rot = batch.positions, batch.rotations
+
+        def call():
+            placer.validate(problem, evaluate_poses(problem, env_ids, pos, rot))
+            sync()
+        return call
+    runner = getattr(placer, "runner", None)
+    if runner is not None and callable(getattr(runner, "run", None)) and callable(getattr(batch, "invalidate", None)):
+        def call():
+            batch.invalidate()
+            runner.run(batch)
+            sync()
+        return call
+    return None
+
+
+def peer_verdicts(placer, assets, positions: torch.Tensor, device: str):
+    """(B,) bool verdicts of our checks on given layouts (B, n, 3) env-local metres, or None when unknown."""
+    validate = getattr(placer, "validate_poses", None)
+    if validate is None:
+        return None
+    return validate(assets, positions, device=device).passed
+
+
+def bench_scene(name: str, batches: list[int], timing: dict, device: str, results: dict) -> None:
     assets = SCENES[name]()
-    # the solver's per-call progress line (RelationSolverParams.verbose, default on) is not timed here
-    placer = ObjectPlacer(ObjectPlacerParams(placement_seed=1234, solver_params=RelationSolverParams(verbose=False)))
+    placer = make_placer(1234)
     num_envs = max(batches)
     t0 = time.perf_counter()
     problem = placer.compile(assets, num_envs, device)
     env = torch.arange(num_envs, device=device)
     placer.place_problem(problem, env, torch.zeros_like(env))  # kernel load (cached after the first process)
     print(f"bench scene={name} compile_s={time.perf_counter() - t0:.3f}", flush=True)
+    draws = [0]
     for b in batches:
         env_ids = torch.arange(b, device=device)
-        valid, total = [0], [0]
+        counts = {"valid": 0, "total": 0}
 
-        def run(r, env_ids=env_ids, valid=valid, total=total):
-            batch = placer.place_problem(problem, env_ids, torch.full_like(env_ids, r + 1))
-            valid[0] += int(batch.passed.sum())
-            total[0] += len(batch)
+        def run(env_ids=env_ids, counts=counts):
+            draws[0] += 1
+            batch = placer.place_problem(problem, env_ids, torch.full_like(env_ids, draws[0]))
+            counts["valid"] += int(batch.passed.sum())  # also waits for the device
+            counts["total"] += batch.passed.shape[0]
 
-        reps = runs if b >= 128 else max(runs, 4096 // b if b > 1 else 200)
-        run(-1)
-        valid[0] = total[0] = 0
-        t = median_time(run, reps)
-        rate = valid[0] / total[0]
-        results[(name, b)] = b / t
-        print(f"bench scene={name} batch={b} layouts_per_s={b / t:.0f} valid_rate={rate:.4f} ms_per_solve={t * 1e3:.3f} "
-              f"valid_layouts_per_s={rate * b / t:.0f}", flush=True)
+        s = sustained(run, **timing)
+        # the warm-up calls are in the counts too: the valid rate is over every call made
+        rate = counts["valid"] / counts["total"]
+        results[(name, b)] = b / s.median
+        print(f"bench scene={name} batch={b} layouts_per_s={b / s.median:.0f} valid_rate={rate:.4f} "
+              f"ms_per_solve={s.median * 1e3:.3f} valid_layouts_per_s={rate * b / s.median:.0f} "
+              f"cpu_layouts_per_s={b / max(s.cpu_median, 1e-12):.0f} {s.keys()}", flush=True)
     # validate-only on the largest batch (the ceiling)
     b = max(batches)
     env_ids = torch.arange(b, device=device)
-    batch = placer.place_problem(problem, env_ids, torch.zeros_like(env_ids))
-    from isaaclab_arena.relations.evaluation import evaluate_poses
-
-    def validate(r):
-        placer.validate(problem, evaluate_poses(problem, env_ids, batch.positions, batch.rotations))
-
-    validate(0)
-    t = median_time(validate, max(runs, 20 if b < 128 else runs))
-    ratio = results[(name, b)] / (b / t)
-    print(f"bench scene={name} batch={b} validate_only_per_s={b / t:.0f} solve_vs_validate={1 / ratio:.2f}x",
-          flush=True)
+    call = validate_only_call(placer, problem, env_ids,
+                              placer.place_problem(problem, env_ids, torch.zeros_like(env_ids)))
+    if call is None:
+        print(f"bench scene={name} batch={b} validate_only_per_s=n/a", flush=True)
+        return
+    s = sustained(call, **timing)
+    print(f"bench scene={name} batch={b} validate_only_per_s={b / s.median:.0f} "
+          f"solve_vs_validate={(b / s.median) / results[(name, b)]:.2f}x "
+          f"cpu_validate_only_per_s={b / max(s.cpu_median, 1e-12):.0f} {s.keys()}", flush=True)
 
 
-def bench_peer(name: str, n_obj: int, n_layouts: int, device: str, ours: float | None) -> None:
-    """Isaac Lab's stock stacking-task randomiser on the same work, checked by our validators."""
+def bench_peer(name: str, n_obj: int, n_layouts: int, timing: dict, device: str, ours: float | None) -> None:
+    """Isaac Lab's stock stacking-task randomiser on the same job, checked by our validators.
+
+    Axis-aligned cubes of side ``a`` keep the solver's clearance ``c`` when their centres differ by at least
+    ``a + c`` along X or Y; a centre distance above ``(a + c) * sqrt(2)`` guarantees that in every direction, so
+    that is the stock sampler's ``min_separation`` (plus 1 mm)."""
     from isaaclab_tasks.contrib.stack.mdp.stack_events import sample_object_poses
 
+    placer = make_placer(0)
     half = 0.06
     margin = 0.05  # On's default edge_margin_m
     pose_range = {"x": (-TABLE_SIZE[0] / 2 + margin + half, TABLE_SIZE[0] / 2 - margin - half),
                   "y": (-TABLE_SIZE[1] / 2 + margin + half, TABLE_SIZE[1] / 2 - margin - half),
                   "z": (TABLE_SIZE[2] + 0.01 + half, TABLE_SIZE[2] + 0.01 + half)}
-    min_sep = 0.12 * 2 ** 0.5 + 1e-3  # centre distance that keeps two 0.12 m cubes apart
+    clearance = solver_clearance(placer)
+    min_sep = (2 * half + clearance) * math.sqrt(2) + 1e-3
     random.seed(0)
-    t0 = time.perf_counter()
-    layouts = [sample_object_poses(num_objects=n_obj, min_separation=min_sep, pose_range=pose_range)
-               for _ in range(n_layouts)]
-    dt = time.perf_counter() - t0
-    pos = torch.tensor([[p[:3] for p in lay] for lay in layouts], dtype=torch.float32, device=device)
-    placer = ObjectPlacer(ObjectPlacerParams(placement_seed=0))
-    batch = placer.validate_poses(SCENES[name](), pos, device=device)
-    rate = float(batch.passed.float().mean())
-    ratio = f" ratio={ours / (n_layouts / dt):.1f}" if ours else ""
-    print(f"bench scene={name} peer=isaaclab_stock layouts_per_s={n_layouts / dt:.0f} valid_rate={rate:.4f}"
-          f" valid_layouts_per_s={rate * n_layouts / dt:.0f}{ratio}", flush=True)
+    last = {}
+
+    def run():
+        last["layouts"] = [sample_object_poses(num_objects=n_obj, min_separation=min_sep, pose_range=pose_range)
+                           for _ in range(n_layouts)]
+
+    s = sustained(run, **timing)
+    per_s = n_layouts / s.median
+    pos = torch.tensor([[p[:3] for p in lay] for lay in last["layouts"]], dtype=torch.float32, device=device)
+    passed = peer_verdicts(placer, SCENES[name](), pos, device)
+    rate = float(passed.float().mean()) if passed is not None else None
+    ratio = f" ratio={ours / per_s:.1f}" if ours else ""
+    valid = (f"valid_rate={rate:.4f} valid_layouts_per_s={rate * per_s:.0f}" if rate is not None
+             else "valid_rate=n/a")
+    print(f"bench scene={name} peer=isaaclab_stock layouts_per_s={per_s:.0f} {valid}{ratio} "
+          f"min_separation_m={min_sep:.4f} clearance_m={clearance:g} {s.keys()}", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="small batches and few runs (CI)")
+    ap.add_argument("--quick", action="store_true", help="small batches, short windows (CI)")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--runs", type=int, default=None, help="timed runs per figure (median)")
+    ap.add_argument("--runs", type=int, default=None, help="timed windows per figure (median; default 5, quick 3)")
+    ap.add_argument("--window_s", type=float, default=None, help="minimum seconds per window (default 1.0, quick 0.1)")
+    ap.add_argument("--warmup_s", type=float, default=None, help="discarded seconds first (default 0.5, quick 0.05)")
     ap.add_argument("--scenes", nargs="*", default=None, help="subset of scenes")
+    ap.add_argument("--batches", nargs="*", type=int, default=None, help="subset of batch sizes")
+    ap.add_argument("--no-peer", dest="peer", action="store_false", help="skip Isaac Lab's stock randomiser")
     args = ap.parse_args()
     plan = QUICK if args.quick else FULL
-    runs = args.runs or (3 if args.quick else 9)
+    timing = {"windows": args.runs or (3 if args.quick else 5),
+              "window_s": args.window_s if args.window_s is not None else (0.1 if args.quick else 1.0),
+              "warmup_s": args.warmup_s if args.warmup_s is not None else (0.05 if args.quick else 0.5)}
     if args.scenes:
+        unknown = sorted(set(args.scenes) - {n for n, _ in FULL})
+        if unknown:
+            ap.error(f"unknown scenes {unknown}; accepted: {[n for n, _ in FULL]}")
         plan = [p for p in plan if p[0] in args.scenes]
+    if args.batches:
+        plan = [(n, [b for b in bs if b in args.batches]) for n, bs in plan]
+        plan = [(n, bs) for n, bs in plan if bs]
+    print(code_line(), flush=True)
     results: dict = {}
     for name, batches in plan:
-        bench_scene(name, batches, runs, args.device, results)
-    peers = PEER_QUICK if args.quick else PEER
-    for name, (n_obj, n_layouts) in peers.items():
+        bench_scene(name, batches, timing, args.device, results)
+    if not args.peer:
+        return
+    for name, (n_obj, n_layouts) in (PEER_QUICK if args.quick else PEER).items():
         if args.scenes and name not in args.scenes:
             continue
         ours = max((v for (s, b), v in results.items() if s == name), default=None)
-        bench_peer(name, n_obj, n_layouts, args.device, ours)
+        bench_peer(name, n_obj, n_layouts, timing, args.device, ours)
 
 
 if __name__ == "__main__":

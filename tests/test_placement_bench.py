@@ -1,26 +1,110 @@
-"""The benchmark's quick mode runs (as in CI) and prints machine-readable lines (no timing asserted)."""
+"""The benchmarks' quick modes run (as in CI) and print machine-readable lines; the sustained timer discards
+the warm-up and takes the median of windows (checked on a scripted clock); bench_compare runs both sides
+from a folder outside the repo. No speed is asserted."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.join(ROOT, "scripts")
 
 
-def test_bench_quick_mode_prints_parseable_lines():
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_placement.py"), "--quick", "--runs", "1"],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+def _rows(stdout: str) -> list[dict]:
+    return [dict(kv.split("=", 1) for kv in line.split()[1:]) for line in stdout.splitlines()
+            if line.startswith("bench ")]
+
+
+def test_bench_quick_mode_prints_parseable_lines(tmp_path):
+    out = subprocess.run([sys.executable, os.path.join(SCRIPTS, "bench_placement.py"), "--quick", "--runs", "1"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
-    lines = [line for line in out.stdout.splitlines() if line.startswith("bench ")]
-    rows = [dict(kv.split("=", 1) for kv in line.split()[1:]) for line in lines]
-    solved = [r for r in rows if "layouts_per_s" in r and "batch" in r]
+    code = [line for line in out.stdout.splitlines() if line.startswith("# code=")]
+    assert len(code) == 1 and code[0].split()[1] == f"code={ROOT}", code  # measured this checkout
+    rows = _rows(out.stdout)
+    solved = [r for r in rows if "layouts_per_s" in r and "batch" in r and "peer" not in r]
     assert {r["scene"] for r in solved} == {"boxes3", "boxes10", "mug_bowl", "crowded14", "all_relations", "clutter"}
     for r in solved:
         assert float(r["layouts_per_s"]) > 0 and 0.0 <= float(r["valid_rate"]) <= 1.0 and float(r["ms_per_solve"]) > 0
-    assert any("compile_s" in r for r in rows) and any("validate_only_per_s" in r for r in rows)
+        assert float(r["cpu_layouts_per_s"]) > 0 and float(r["spread_pct"]) >= 0
+        assert int(r["windows"]) == 1 and int(r["calls"]) >= 1
+    assert any("compile_s" in r for r in rows)
+    ceilings = [r for r in rows if "validate_only_per_s" in r]
+    assert {r["scene"] for r in ceilings} == {r["scene"] for r in solved}
+    assert all(float(r["validate_only_per_s"]) > 0 for r in ceilings)
     peers = [r for r in rows if r.get("peer") == "isaaclab_stock"]
     assert {r["scene"] for r in peers} == {"boxes3", "boxes10"}
-    assert all(re.fullmatch(r"[0-9.]+", r["valid_rate"]) for r in peers)
+    for r in peers:
+        assert re.fullmatch(r"[0-9.]+", r["valid_rate"])
+        # the stock sampler keeps the solver's clearance between 0.12 m cubes in every direction
+        assert float(r["min_separation_m"]) >= (0.12 + float(r["clearance_m"])) * math.sqrt(2)
+        assert float(r["clearance_m"]) == pytest.approx(0.01)
+
+
+def test_sustained_discards_the_warm_up_and_takes_the_median_window(monkeypatch):
+    sys.path.insert(0, SCRIPTS)
+    try:
+        import bench_timing
+    finally:
+        sys.path.remove(SCRIPTS)
+
+    class Clock:  # a scripted clock: each call of the work advances it by the next duration
+        def __init__(self, durations):
+            self.t, self.durations = 0.0, list(durations)
+
+        def perf_counter(self):
+            return self.t
+
+        def process_time(self):
+            return self.t / 2  # half of the wall time is this process's CPU time
+
+        def work(self):
+            self.t += self.durations.pop(0)
+
+    # 3 slow warm-up calls (1 s each: discarded), then windows of >= 0.375 s: 0.125 s calls x 3, 0.25 s x 2,
+    # 0.125 s x 3 (binary fractions: exact sums)
+    clock = Clock([1.0, 1.0, 1.0] + [0.125] * 3 + [0.25] * 2 + [0.125] * 3)
+    monkeypatch.setattr(bench_timing, "time", clock)
+    s = bench_timing.sustained(clock.work, window_s=0.375, windows=3, warmup_s=0.5, min_warmup_calls=3)
+    assert not clock.durations, "every scripted call was made"
+    assert (s.windows, s.calls) == (3, 8)
+    assert (s.median, s.fastest, s.slowest) == (0.125, 0.125, 0.25)
+    assert s.spread_pct == pytest.approx(100.0) and s.cpu_median == pytest.approx(0.0625)
+    # self-timed: the call reports the seconds of its timed part
+    timed = iter([5.0, 0.4, 0.2, 0.2, 0.6])
+    s = bench_timing.sustained(lambda: next(timed), window_s=0.4, windows=3, warmup_s=1.0, min_warmup_calls=1,
+                               self_timed=True)
+    assert (s.calls, s.median, s.slowest) == (4, pytest.approx(0.4), pytest.approx(0.6))
+    assert s.cpu_median is None
+
+
+def test_bench_compare_runs_both_sides_from_outside_the_repo(tmp_path):
+    cmd = [sys.executable, os.path.join(SCRIPTS, "bench_compare.py"), "--before", ROOT, "--after", ROOT,
+           "--rounds", "1", "--quick", "--scenes", "mug_bowl", "--runs", "1", "--window_s", "0.05"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [dict(kv.split("=", 1) for kv in ln.split()[1:]) for ln in out.stdout.splitlines()
+             if ln.startswith("compare ")]
+    figures = {r["figure"]: r for r in lines
+               if r.get("scene") == "mug_bowl" and r.get("batch") == "128" and "worst" not in r}
+    assert {"layouts_per_s", "cpu_layouts_per_s", "validate_only_per_s", "valid_rate"} <= set(figures)
+    for r in figures.values():
+        before, after, ratio = float(r["before"]), float(r["after"]), float(r["ratio"])
+        assert before > 0 and after > 0 and ratio == pytest.approx(after / before, rel=2e-3)
+        assert r["rounds"] == "1"
+    assert any("worst" in r and r["figure"] == "layouts_per_s" for r in lines)
+    # the two sides ran in separate processes, one after the other
+    assert re.search(r"# round 1/1 mug_bowl before: .*\n# round 1/1 mug_bowl after: ", out.stdout)
+
+
+def test_bench_compare_refuses_a_folder_that_is_not_a_checkout(tmp_path):
+    cmd = [sys.executable, os.path.join(SCRIPTS, "bench_compare.py"), "--before", str(tmp_path), "--after", ROOT]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 2
+    assert f"--before {tmp_path} is not a checkout (no isaaclab_arena/ in it)" in out.stderr

@@ -137,7 +137,7 @@ class OvPhysxBatchedRootWriter:
         self._acc_cache = [wp.to_torch(a.data._body_com_acc_w.data) if d and hasattr(a.data, "_body_com_acc_w")
                            else None for a, d in zip(self.assets, self.dynamic)]
         for a in self.assets:
-            if not (callable(getattr(a.data, "_reset_pose", None)) and callable(getattr(a.data, "_reset_velocity", None))):
+            if not all(callable(getattr(a.data, m, None)) for m in ("_reset_pose", "_reset_velocity")):
                 raise RuntimeError(f"{type(a.data).__name__} has no _reset_pose/_reset_velocity")
 
     def write(self, ids: torch.Tensor, world: torch.Tensor) -> None:

@@ -89,7 +89,8 @@ class PoseSourceRef:
 
     def __init__(self, source: PoseSource):
         if not hasattr(source, "object_names") or not callable(getattr(source, "poses_for_reset", None)):
-            raise TypeError(f"PoseSourceRef needs a pose source (object_names, poses_for_reset(env_ids)), got {source!r}")
+            raise TypeError(f"PoseSourceRef needs a pose source (object_names, poses_for_reset(env_ids)), "
+                            f"got {source!r}")
         self.source = source
 
     def __copy__(self):

@@ -1,0 +1,108 @@
+"""Sustained timing for the benchmark scripts: warm-up discarded, then windows of repeated calls.
+
+A figure is the median over windows of (window seconds / calls in the window); each window lasts at least
+``window_s`` seconds of back-to-back calls, so short bursts after process start (caches cold, clocks boosted,
+allocator growing) do not set the figure. ``spread_pct`` = (slowest - fastest window) / median, in percent.
+The process's CPU seconds per call are taken over the same windows (``Sustained.cpu_median``).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class Sustained:
+    """Seconds per call: ``median`` of the windows' means, their ``fastest`` and ``slowest``; ``calls`` timed.
+
+    ``cpu_median``: the same median of this process's CPU seconds per call (all its threads), None when not
+    measured. On a shared machine other processes' load lengthens wall time but hardly CPU time, so the CPU
+    figure is the steadier one for a before/after comparison; the wall figure is what a user waits.
+    """
+
+    median: float
+    fastest: float
+    slowest: float
+    calls: int
+    windows: int
+    cpu_median: float | None = None
+
+    @property
+    def spread_pct(self) -> float:
+        return 100.0 * (self.slowest - self.fastest) / self.median if self.median > 0 else 0.0
+
+    def keys(self) -> str:
+        """``spread_pct=... windows=... calls=...`` for a ``bench`` line."""
+        return f"spread_pct={self.spread_pct:.1f} windows={self.windows} calls={self.calls}"
+
+
+def sustained(call, window_s: float = 1.0, windows: int = 5, warmup_s: float = 0.5, min_warmup_calls: int = 3,
+              min_calls: int = 1, self_timed: bool = False) -> Sustained:
+    """Times ``call()`` (no arguments) as described in the module docstring.
+
+    Args:
+        call: The work; it must finish its device work before returning (read a result back on CUDA).
+        window_s: Minimum timed seconds per window.
+        windows: Number of windows (the figure is their median).
+        warmup_s: Seconds of discarded calls first (at least ``min_warmup_calls`` calls).
+        min_calls: Minimum calls per window.
+        self_timed: ``call()`` returns the wall seconds of its timed part (e.g. without a set-up it does
+            first); CPU time is then not measured. Otherwise each window is timed whole.
+    """
+    spent, n = 0.0, 0
+    while n < min_warmup_calls or spent < warmup_s:
+        t0 = time.perf_counter()
+        out = call()
+        spent += float(out) if self_timed else time.perf_counter() - t0
+        n += 1
+    walls, cpus, total = [], [], 0
+    for _ in range(max(1, windows)):
+        n, wall, t0, c0 = 0, 0.0, time.perf_counter(), time.process_time()
+        while wall < window_s or n < min_calls:
+            out = call()
+            n += 1
+            wall = wall + float(out) if self_timed else time.perf_counter() - t0
+        if not self_timed:
+            cpus.append((time.process_time() - c0) / n)
+        walls.append(wall / n)
+        total += n
+    return Sustained(statistics.median(walls), min(walls), max(walls), total, len(walls),
+                     statistics.median(cpus) if cpus else None)
+
+
+def sustained_samples(samples: list[list[float]]) -> Sustained:
+    """A :class:`Sustained` from per-window lists of per-call wall seconds (the windows' means, their median)."""
+    per = [sum(w) / len(w) for w in samples if w]
+    if not per:
+        return Sustained(0.0, 0.0, 0.0, 0, 0)
+    return Sustained(statistics.median(per), min(per), max(per), sum(len(w) for w in samples), len(per))
+
+
+def code_line() -> str:
+    """``# code=<isaaclab_arena dir> git=<sha> machine=... `` (not a ``bench`` line): what was measured, where."""
+    import isaaclab_arena
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(isaaclab_arena.__file__)))
+    try:
+        sha = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             timeout=10).stdout.strip() or "unknown"
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        sha += "+dirty" if dirty else ""
+    except (OSError, subprocess.SubprocessError):
+        sha = "unknown"
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    import torch
+
+    return (f"# code={root} git={sha} cpu='{cpu}' cpus={os.cpu_count()} torch_threads={torch.get_num_threads()} "
+            f"load={os.getloadavg()[0]:.2f}")
