@@ -32,9 +32,10 @@ import sys
 PLACEMENT_SCENES = ["boxes3", "boxes10", "mug_bowl", "crowded14", "all_relations", "clutter"]
 #: Placement figures compared (rates: higher is faster).
 PLACEMENT_FIGURES = ("layouts_per_s", "cpu_layouts_per_s", "validate_only_per_s", "cpu_validate_only_per_s")
-#: bench_env.py figures compared, with their key names: (line key, figure).
-ENV_FIGURES = ("pool_fill_s", "pool_fill_16obj_256x5_s", "reset_ms_1024", "writes_only_ms", "steps_ratio",
-               "placed_env_steps_s", "fixed_env_steps_s")
+#: bench_env.py figures compared (keys of its bench lines).
+ENV_FIGURES = ("pool_fill_s", "cpu_pool_fill_s", "pool_fill_16obj_256x5_s", "cpu_pool_fill_16obj_256x5_s",
+               "reset_ms_1024", "cpu_reset_ms", "writes_only_ms", "cpu_writes_only_ms", "steps_ratio",
+               "cpu_steps_ratio", "placed_env_steps_s", "fixed_env_steps_s")
 
 
 def parse_bench(stdout: str) -> tuple[str | None, list[dict]]:
@@ -107,7 +108,7 @@ def report(collected: dict, rounds: int) -> list[str]:
         a, as_ = _summary(sides["after"])
         ratio = a / b if b else float("nan")
         where = f"scene={scene} batch={batch}" if scene != "env" else "bench=env"
-        fmt = ".4f" if fig in ("valid_rate", "steps_ratio") or b < 10 else ".0f"
+        fmt = ".4f" if b < 10 else ".0f"
         lines.append(f"compare {where} figure={fig} before={b:{fmt}} after={a:{fmt}} ratio={ratio:.3f} "
                      f"before_spread_pct={bs:.1f} after_spread_pct={as_:.1f} rounds={len(sides['before'])}")
         if fig in ("layouts_per_s", "cpu_layouts_per_s") and (fig not in worst or ratio < worst[fig][0]):

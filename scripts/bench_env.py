@@ -15,6 +15,8 @@ Every figure is sustained (``bench_timing``): warm-up calls discarded, then ``--
 ``--window_s`` seconds of repeated calls (steps: rounds of one block per variant, each block at least
 ``--window_s``); the figure is the median window, ``spread_pct`` the (slowest - fastest window) / median. The
 first line, ``# code=...``, names the checkout measured (PYTHONPATH's, see bench_placement.py) and the machine.
+``cpu_*`` figures count this process's CPU seconds (all its threads) over the same windows: steadier than wall
+time when other processes load the machine.
 Only API that older checkouts share is used (the term is called with its own ``params``), so
 ``bench_compare.py --env`` can run this script against either side.
 """
@@ -69,18 +71,17 @@ def bench_pool(arena_env, num_envs, layouts, key, device, timing):
     def fill():
         pool = PooledObjectPlacer(arena_env.get_placement_assets(), params, num_envs=num_envs, device=device)
         pool.diagnostics.verbose = False
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         pool.initialize()
-        dt = time.perf_counter() - t
         last["pool"] = pool
-        return dt
+        return time.perf_counter() - t, time.process_time() - c
 
     s = sustained(fill, self_timed=True, min_warmup_calls=1, **timing)
     pool = last["pool"]
     ok = int(pool.slot_passed.sum())
     print(f"bench {key}={s.median:.3f} envs={num_envs} layouts_per_env={layouts} objects={len(pool.object_names)} "
           f"passed_slots={ok}/{num_envs * layouts} fallback_envs={len(pool.fallback_envs)} device={device} "
-          f"{s.keys()}", flush=True)
+          f"cpu_{key}={s.cpu_median:.3f} {s.keys()}", flush=True)
 
 
 def _build(arena_env, num_envs, solve, episode_length_s=5.0, device="cpu"):
@@ -114,32 +115,33 @@ def bench_reset(device, timing, num_envs=1024):
         env.reset()
         term, params = _reset_term(env)
         ids = torch.arange(num_envs, device=env.device)
-        plain, refill = [], []
+        plain, plain_cpu, refill = [], [], []
 
         def reset_call():
             fills = b.placer.num_fills if b.placer is not None else 0
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             term(env, ids, **params)
-            dt = time.perf_counter() - t
+            dt, dc = time.perf_counter() - t, time.process_time() - c
             if b.placer is not None and b.placer.num_fills != fills:
                 refill.append(dt)
-                return None
-            plain.append(dt)
-            return dt
+            else:
+                plain.append(dt)
+                plain_cpu.append(dc)
 
         for _ in range(3):  # warm-up, discarded
             reset_call()
         t_end = time.perf_counter() + timing["warmup_s"]
         while time.perf_counter() < t_end:
             reset_call()
-        plain.clear(), refill.clear()
-        windows = []
+        plain.clear(), plain_cpu.clear(), refill.clear()
+        windows, cpu_windows = [], []
         for _ in range(timing["windows"]):
             start, t0 = len(plain), time.perf_counter()
             while time.perf_counter() - t0 < timing["window_s"] or len(plain) == start:
                 reset_call()
             windows.append(plain[start:])
-        s = sustained_samples(windows)
+            cpu_windows.append(plain_cpu[start:])
+        s = sustained_samples(windows, cpu_windows)
         writer = term.writer.name
         # the root writes alone (no pool), same envs and poses
         names = term.source.object_names
@@ -152,7 +154,8 @@ def bench_reset(device, timing, num_envs=1024):
     print(f"bench reset_ms_1024={med:.3f} objects={len(b.pose_source.object_names)} writer={writer} "
           f"writes_only_ms={w.median * 1e3:.3f} load={os.getloadavg()[0]:.2f} "
           f"refill_reset_ms={ref:.1f} amortised_ms={(med * (per - 1) + ref) / per:.3f} layouts_per_env={per} "
-          f"source={'pooled' if solve else 'fixed'} envs={num_envs} device={device} {s.keys()} "
+          f"source={'pooled' if solve else 'fixed'} envs={num_envs} device={device} "
+          f"cpu_reset_ms={s.cpu_median * 1e3:.3f} cpu_writes_only_ms={w.cpu_median * 1e3:.3f} {s.keys()} "
           f"writes_spread_pct={w.spread_pct:.1f}", flush=True)
 
 
@@ -187,33 +190,37 @@ def bench_steps(device, timing, num_envs=64, episode_length_s=1.0, rounds=3):
 
         def block(source, min_s):
             term.source = source
-            steps, t0 = 0, time.perf_counter()
+            steps, t0, c0 = 0, time.perf_counter(), time.process_time()
             while steps == 0 or time.perf_counter() - t0 < min_s:
                 for _ in range(cycle):
                     env.step(act)
                 steps += cycle
-            return steps * num_envs / (time.perf_counter() - t0), steps
+            n = steps * num_envs
+            return n / (time.perf_counter() - t0), n / (time.process_time() - c0), steps
 
         block(fixed, timing["warmup_s"])  # warm-up, discarded
         block(pooled, timing["warmup_s"])
         fills0 = b.placer.num_fills
         rates = {"placed": [], "fixed": []}
+        cpu_rates = {"placed": [], "fixed": []}
         total = 0
         for _ in range(rounds):
             for kind, source in (("fixed", fixed), ("placed", pooled)):
-                rate, steps = block(source, timing["window_s"])
+                rate, cpu_rate, steps = block(source, timing["window_s"])
                 rates[kind].append(rate)
+                cpu_rates[kind].append(cpu_rate)
                 total += steps
         term.source = pooled
         refills = b.placer.num_fills - fills0
         env.close()
     ratios = [p / f for p, f in zip(rates["placed"], rates["fixed"])]
+    cpu_ratio = statistics.median([p / f for p, f in zip(cpu_rates["placed"], cpu_rates["fixed"])])
     med = statistics.median(ratios)
     spread = 100.0 * (max(ratios) - min(ratios)) / med
     print(f"bench steps_ratio={med:.3f} placed_env_steps_s={statistics.median(rates['placed']):.0f} "
           f"fixed_env_steps_s={statistics.median(rates['fixed']):.0f} envs={num_envs} "
           f"steps_per_episode={steps_per_episode} steps_timed={total} refills={refills} device={device} "
-          f"spread_pct={spread:.1f} windows={rounds}", flush=True)
+          f"cpu_steps_ratio={cpu_ratio:.3f} spread_pct={spread:.1f} windows={rounds}", flush=True)
 
 
 def _solver_available() -> bool:

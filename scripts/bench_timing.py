@@ -52,35 +52,40 @@ def sustained(call, window_s: float = 1.0, windows: int = 5, warmup_s: float = 0
         warmup_s: Seconds of discarded calls first (at least ``min_warmup_calls`` calls).
         min_calls: Minimum calls per window.
         self_timed: ``call()`` returns the wall seconds of its timed part (e.g. without a set-up it does
-            first); CPU time is then not measured. Otherwise each window is timed whole.
+            first), or (wall, CPU) seconds; otherwise each call is timed whole.
     """
+    def once() -> tuple[float, float | None]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = call()
+        if not self_timed:
+            return time.perf_counter() - t0, time.process_time() - c0
+        return (float(out[0]), float(out[1])) if isinstance(out, tuple) else (float(out), None)
+
     spent, n = 0.0, 0
     while n < min_warmup_calls or spent < warmup_s:
-        t0 = time.perf_counter()
-        out = call()
-        spent += float(out) if self_timed else time.perf_counter() - t0
+        spent += once()[0]
         n += 1
-    walls, cpus, total = [], [], 0
+    walls, cpus = [], []
     for _ in range(max(1, windows)):
-        n, wall, t0, c0 = 0, 0.0, time.perf_counter(), time.process_time()
-        while wall < window_s or n < min_calls:
-            out = call()
-            n += 1
-            wall = wall + float(out) if self_timed else time.perf_counter() - t0
-        if not self_timed:
-            cpus.append((time.process_time() - c0) / n)
-        walls.append(wall / n)
-        total += n
-    return Sustained(statistics.median(walls), min(walls), max(walls), total, len(walls),
-                     statistics.median(cpus) if cpus else None)
+        window = []
+        wall = 0.0
+        while wall < window_s or len(window) < min_calls:
+            window.append(once())
+            wall += window[-1][0]
+        walls.append([w for w, _ in window])
+        cpus.append([c for _, c in window] if all(c is not None for _, c in window) else [])
+    return sustained_samples(walls, cpus)
 
 
-def sustained_samples(samples: list[list[float]]) -> Sustained:
-    """A :class:`Sustained` from per-window lists of per-call wall seconds (the windows' means, their median)."""
-    per = [sum(w) / len(w) for w in samples if w]
+def sustained_samples(walls: list[list[float]], cpus: list[list[float]] | None = None) -> Sustained:
+    """A :class:`Sustained` from per-window lists of per-call wall seconds (the windows' means, their median) and
+    optionally the same lists of CPU seconds."""
+    per = [sum(w) / len(w) for w in walls if w]
+    cpu = [sum(c) / len(c) for c in (cpus or []) if c]
     if not per:
         return Sustained(0.0, 0.0, 0.0, 0, 0)
-    return Sustained(statistics.median(per), min(per), max(per), sum(len(w) for w in samples), len(per))
+    return Sustained(statistics.median(per), min(per), max(per), sum(len(w) for w in walls), len(per),
+                     statistics.median(cpu) if cpu else None)
 
 
 def code_line() -> str:
