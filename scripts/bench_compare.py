@@ -108,7 +108,7 @@ def report(collected: dict, rounds: int) -> list[str]:
         a, as_ = _summary(sides["after"])
         ratio = a / b if b else float("nan")
         where = f"scene={scene} batch={batch}" if scene != "env" else "bench=env"
-        fmt = ".4f" if b < 10 else ".0f"
+        fmt = ".0f" if b >= 1000 else ".2f" if b >= 10 else ".4f"
         lines.append(f"compare {where} figure={fig} before={b:{fmt}} after={a:{fmt}} ratio={ratio:.3f} "
                      f"before_spread_pct={bs:.1f} after_spread_pct={as_:.1f} rounds={len(sides['before'])}")
         if fig in ("layouts_per_s", "cpu_layouts_per_s") and (fig not in worst or ratio < worst[fig][0]):
