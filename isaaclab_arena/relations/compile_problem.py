@@ -25,6 +25,7 @@ from isaaclab_arena.relations.kernels.tables import (
     vec10f,
     vec12i,
 )
+from isaaclab_arena.relations.feasibility import check_feasibility
 from isaaclab_arena.relations.kinds import KIND_ID, KINDS, kind_of, priority_of
 from isaaclab_arena.relations.kinds.kind import KindRole, PackContext, ParamRow
 from isaaclab_arena.relations.placement_problem import (
@@ -340,11 +341,13 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
         T.slack = VALIDATION_SLACK_M
         checkpoints = _device_array(list(sp.get_checkpoints()), int, None, device, keep)
     present = frozenset({"no_overlap"} | {c.check for c in compiled if c.check})
-    return PlacementProblem(
+    problem = PlacementProblem(
         device=device, num_envs=num_envs, placement_seed=placement_seed,
         object_names=[a.name for a in sc.movables], fixed_names=[a.name for a in sc.fixed], relations=compiled,
         pairs=pairs, local_lo=tensors[0], local_hi=tensors[1], fixed_lo=tensors[2], fixed_hi=tensors[3], tables=T,
         checkpoints=checkpoints, checks_present=present, _keep=keep)
+    check_feasibility(problem, assets, placer_params)  # refuses what cannot fit, naming relations and metres
+    return problem
 
 
 def placement_signature(assets, num_envs: int, placer_params, device: str) -> tuple:

@@ -17,7 +17,12 @@ from isaaclab_arena.relations.compile_problem import compile_placement_problem, 
 from isaaclab_arena.relations.evaluation import evaluate_poses
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.placement_candidate_generator import as_id_tensor, checked_ids
-from isaaclab_arena.relations.placement_diagnostics import RejectionRecord, batch_diagnostics, rejection_records
+from isaaclab_arena.relations.placement_diagnostics import (
+    ClosestMiss,
+    FailureTally,
+    batch_diagnostics,
+    explanation_text,
+)
 from isaaclab_arena.relations.placement_problem import PlacementProblem
 from isaaclab_arena.relations.ranking import best_per_env
 from isaaclab_arena.relations.relation_solver import RelationSolver
@@ -39,7 +44,10 @@ class PlacementResult:
         loss: Solver loss of the candidate.
         check_results: Check -> verdict.
         sample_id: Draw index of the candidate.
-        rejections: Why it failed (empty on success): check, cause, violation in metres.
+        rejections: Why no candidate of this env passed (empty on success): every required relation, no_overlap
+            pair or check that failed, with the smallest violation (metres) any of the env's candidates had,
+            largest first (the same ``ClosestMiss`` entries the pool's error lists).
+        explanation: The same as one text (empty on success), as the pool's error words it.
     """
 
     env_id: int
@@ -49,7 +57,8 @@ class PlacementResult:
     loss: float
     check_results: dict[str, bool]
     sample_id: int = 0
-    rejections: list[RejectionRecord] = field(default_factory=list)
+    rejections: list[ClosestMiss] = field(default_factory=list)
+    explanation: str = ""
 
 
 class ObjectPlacer:
@@ -152,15 +161,17 @@ class ObjectPlacer:
         vb = self.place_batch(assets, env_ids, draw_ids, num_envs, device)
         envs, best = best_per_env(vb)
         sub = vb.select(best)
-        by_cand: dict[int, list[RejectionRecord]] = {}
-        for r in rejection_records(sub):
-            by_cand.setdefault(r.candidate, []).append(r)
+        passed = sub.passed.cpu().tolist()
+        tally = FailureTally()
+        if not all(passed):
+            tally.add(vb)
         results = []
         for k, cand in enumerate(sub.candidates):
+            misses, kept = ([], []) if passed[k] else tally.explain([int(envs[k])])
             results.append(PlacementResult(
-                env_id=int(envs[k]), success=bool(sub.passed[k]), positions=cand.positions, rotations=cand.rotations,
-                loss=cand.loss, check_results=cand.check_results, sample_id=cand.sample_id,
-                rejections=by_cand.get(k, [])))
+                env_id=int(envs[k]), success=passed[k], positions=cand.positions, rotations=cand.rotations,
+                loss=cand.loss, check_results=cand.check_results, sample_id=cand.sample_id, rejections=misses,
+                explanation="" if passed[k] else f"env {int(envs[k])}: {explanation_text(misses, kept)}"))
         if self.params.apply_positions_to_objects and num_envs == 1:
             apply_placement_result(assets, results[0])
         return results

@@ -156,6 +156,152 @@ def rejection_records(vb: ValidatedBatch) -> list[RejectionRecord]:
     return out
 
 
+# ---------------------------------------------------------------------------------- failed envs explained
+@dataclass(frozen=True)
+class ClosestMiss:
+    """Why envs got no valid layout: one required relation (or no_overlap pair, or check) that failed, with the
+    closest any of their candidates came to meeting it.
+
+    Attributes:
+        check: The check that failed.
+        cause: Object, relation and failure (the cause of its closest failing candidate).
+        violation_m: Smallest violation any candidate had, metres (0.0: some candidate met it; None: the check
+            gives no measure). For no_overlap: the smallest depth of the pair where it was a candidate's
+            deepest overlap.
+        failed: Candidates that failed it.
+        candidates: Candidates considered.
+        env_id: Env of the closest failing candidate.
+    """
+
+    check: str
+    cause: str
+    violation_m: float | None
+    failed: int
+    candidates: int
+    env_id: int
+
+    def line(self) -> str:
+        if self.violation_m is None:
+            how = ""
+        elif self.failed == self.candidates:
+            how = f", never met: closest by {self.violation_m:.3f} m"
+        else:
+            how = f", met by {self.candidates - self.failed}"
+        return f"{self.check}: {self.cause} (failed in {self.failed}/{self.candidates} candidates{how}, env {self.env_id})"
+
+
+def explanation_text(misses: list[ClosestMiss], kept: list[str]) -> str:
+    """One text for a failed env or fill (``ObjectPlacer.place`` results and the pool's error say the same)."""
+    if not misses:
+        return "no failing required check was recorded"
+    text = ("relations in conflict (the closest any candidate came, largest first): "
+            + "; ".join(m.line() for m in misses))
+    if kept:
+        text += ". Met by every candidate (the solver enforces these first): " + ", ".join(kept)
+    return text
+
+
+class FailureTally:
+    """Per env: for every relation, no_overlap pair and required check, how many candidates failed it and the
+    smallest violation (metres) any candidate had. ``add`` is batched torch on the batch's device (no host
+    sync); ``explain`` reads the host once, on the failure path."""
+
+    def __init__(self):
+        self.problem = None
+
+    def _allocate(self, vb: ValidatedBatch) -> None:
+        p, dev = vb.problem, vb.env_ids.device
+        E, R, P = p.num_envs, p.num_relations, max(len(p.pairs), 1)
+        self.problem, self.required = p, tuple(vb.validation.required)
+        inf = float("inf")
+        self.seen = torch.zeros(E, dtype=torch.long, device=dev)
+        self.rel_min = torch.full((E, R), inf, device=dev)        # min over candidates of max(excess, 0)
+        self.rel_fail_min = torch.full((E, R), inf, device=dev)   # min excess over failing candidates
+        self.rel_fail_cause = torch.zeros((E, R), dtype=torch.long, device=dev)
+        self.rel_fail = torch.zeros((E, R), dtype=torch.long, device=dev)
+        self.pair_min = torch.full((E, P), inf, device=dev)
+        self.pair_fail = torch.zeros((E, P), dtype=torch.long, device=dev)
+        self.check_fail = torch.zeros((E, len(self.required)), dtype=torch.long, device=dev)
+
+    def add(self, vb: ValidatedBatch, mask: torch.Tensor | None = None) -> None:
+        """Counts the candidates of ``vb`` where ``mask`` (B,) is set (None: all)."""
+        if self.problem is None:
+            self._allocate(vb)
+        b = vb.solved
+        keep = torch.ones(len(vb), dtype=torch.bool, device=vb.env_ids.device) if mask is None else mask
+        env = vb.env_ids[keep]
+        if env.numel() == 0:
+            return
+        self.seen.index_add_(0, env, torch.ones_like(env))
+        v = vb.validation
+        failed = {c: (~v.verdicts[c] & v.evaluated_mask(c))[keep] for c in self.required}
+        for k, c in enumerate(self.required):
+            self.check_fail[:, k].index_add_(0, env, failed[c].long())
+        if self.problem.num_relations and b.relation_excess is not None:
+            excess, cause = b.relation_excess[keep].float(), b.relation_cause[keep].long()
+            col = torch.zeros_like(cause, dtype=torch.bool)
+            for r, rel in enumerate(self.problem.relations):  # a relation fails only where its required check did
+                if rel.check in failed:
+                    col[:, r] = failed[rel.check]
+            fails = col & (cause != 0)
+            idx = env.unsqueeze(1).expand_as(excess)
+            self.rel_min.scatter_reduce_(0, idx, excess.clamp(min=0.0), reduce="amin")
+            self.rel_fail.scatter_add_(0, idx, fails.long())
+            fail_ex = torch.where(fails, excess, torch.full_like(excess, float("inf")))
+            self.rel_fail_min.scatter_reduce_(0, idx, fail_ex, reduce="amin")
+            hit = fails & (fail_ex == self.rel_fail_min[env])
+            bi, ri = hit.nonzero(as_tuple=True)
+            self.rel_fail_cause[env[bi], ri] = cause[bi, ri]
+        if "no_overlap" in failed and b.overlap_depth is not None:
+            ov = failed["no_overlap"] & (b.overlap_depth[keep] > self.problem.slack)
+            e, pair = env[ov], b.overlap_pair[keep][ov].long()
+            flat = e * self.pair_min.shape[1] + pair
+            self.pair_fail.view(-1).index_add_(0, flat, torch.ones_like(flat))
+            self.pair_min.view(-1).scatter_reduce_(0, flat, b.overlap_depth[keep][ov].float(), reduce="amin")
+
+    def explain(self, envs) -> tuple[list[ClosestMiss], list[str]]:
+        """The closest misses over the candidates of ``envs`` (largest first) and the required relations that
+        touch the same objects and held in every candidate."""
+        if self.problem is None:
+            return [], []
+        p = self.problem
+        sel = torch.as_tensor(list(envs), dtype=torch.long, device=self.seen.device)
+        n = int(self.seen[sel].sum())
+        out, touched, named = [], set(), set()
+        rel_fail = self.rel_fail[sel].sum(0).tolist()
+        if any(rel_fail):
+            rel_min, rel_min_env = self.rel_min[sel].min(0)
+            fmin, fenv = self.rel_fail_min[sel].min(0)
+            cause = self.rel_fail_cause[sel].gather(0, fenv.unsqueeze(0))[0].tolist()
+            rel_min, fenv = rel_min.tolist(), sel[fenv].tolist()
+            for r, count in enumerate(rel_fail):
+                if count:
+                    cr = p.relations[r]
+                    named.add(cr.check)
+                    touched.update({cr.subject, cr.parent} - {None})
+                    out.append(ClosestMiss(cr.check, f"{cr.description}: {cr.kind.cause_text(cause[r])}",
+                                           max(rel_min[r], 0.0), count, n, fenv[r]))
+        pair_fail = self.pair_fail[sel].sum(0).tolist()
+        if any(pair_fail):
+            pmin, penv = self.pair_min[sel].min(0)
+            pmin, penv = pmin.tolist(), sel[penv].tolist()
+            for k, count in enumerate(pair_fail):
+                if count:
+                    a, b = p.pair_names(k)
+                    named.add("no_overlap")
+                    touched.update({a, b})
+                    out.append(ClosestMiss("no_overlap", f"'{a}' overlaps '{b}'", pmin[k], count, n, penv[k]))
+        check_fail = self.check_fail[sel]
+        for k, c in enumerate(self.required):
+            count = int(check_fail[:, k].sum())
+            if count and c not in named:
+                out.append(ClosestMiss(c, "check failed", None, count, n, int(sel[int(check_fail[:, k].argmax())])))
+        out.sort(key=lambda m: (m.violation_m is None, -(m.violation_m or 0.0), -m.failed))
+        kept = [cr.description for r, cr in enumerate(p.relations)
+                if cr.check in self.required and not rel_fail[r] and (cr.subject in touched or cr.parent in touched)]
+        return out, kept
+
+
 @dataclass
 class BatchDiagnostics:
     fill_index: int
@@ -190,6 +336,7 @@ class FillDiagnostics:
     fallback_envs: list[int] = field(default_factory=list)
     fallback_slots: int = 0
     available_per_env: list[int] = field(default_factory=list)
+    explanation: str = ""  # closest misses of the envs that stayed short (empty when every env filled)
 
 
 class PlacementDiagnostics:
@@ -219,13 +366,14 @@ class PlacementDiagnostics:
         return diag
 
     def end_fill(self, fill: FillDiagnostics, fallback_envs: list[int], fallback_slots: int,
-                 available_per_env: list[int]) -> None:
+                 available_per_env: list[int], explanation: str = "") -> None:
         fill.fallback_envs = sorted(fallback_envs)
         fill.fallback_slots = int(fallback_slots)
         fill.available_per_env = list(available_per_env)
+        fill.explanation = explanation
         if fallback_envs and self.verbose:
             print(f"[placement] best-loss fallback used for {fallback_slots} layout slot(s) in env(s) "
-                  f"{fill.fallback_envs}: they fail at least one required check", flush=True)
+                  f"{fill.fallback_envs}: they fail at least one required check; {explanation}", flush=True)
         self.write()
 
     def to_dict(self) -> dict:

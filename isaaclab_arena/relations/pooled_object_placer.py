@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.placement_diagnostics import PlacementDiagnostics
+from isaaclab_arena.relations.placement_diagnostics import FailureTally, PlacementDiagnostics, explanation_text
 from isaaclab_arena.relations.ranking import rank_order, rank_within_env
 
 
@@ -119,11 +119,14 @@ class PooledObjectPlacer:
         need[envs] = True
         slot_offsets = torch.arange(L, device=dev)
         last = None
+        tally = FailureTally()  # closest misses of envs that stay short after a batch (failure explanation)
         max_batches = self.params.max_placement_attempts
         for b in range(max_batches):
             active = (need & (filled < L)).nonzero().flatten()  # host sync: the loop condition
             if active.numel() == 0:
                 break
+            if last is not None:  # some env stayed short: count the last batch's candidates of those envs
+                tally.add(last[0], (need & (filled < L))[last[1]])
             env_ids = active.repeat_interleave(L)
             draw_ids = (self.next_draw[active].unsqueeze(1) + slot_offsets).flatten()
             self.next_draw[active] += L
@@ -143,10 +146,13 @@ class PooledObjectPlacer:
             last = (batch, env_ids, order, ranked, env_sorted)
         short = (need & (filled < L)).nonzero().flatten()
         fallback_slots = 0
+        explanation = ""
         if short.numel() > 0:
+            tally.add(last[0], (need & (filled < L))[last[1]])
+            explanation = explanation_text(*tally.explain(short.tolist()))
             if not self.params.allow_best_loss_fallbacks:
-                self.diagnostics.end_fill(fill, [], 0, filled[envs].tolist())
-                raise RuntimeError(self._failure_message(short, filled, envs, last, max_batches, fill))
+                self.diagnostics.end_fill(fill, [], 0, filled[envs].tolist(), explanation)
+                raise RuntimeError(self._failure_message(short, filled, envs, last, max_batches, explanation))
             batch, env_ids, order, ranked, env_sorted = last
             failing = ~ranked["passed"]
             rank = rank_within_env(env_sorted, failing, E)
@@ -159,7 +165,7 @@ class PooledObjectPlacer:
         self.cursor[envs] = 0
         self.remaining[envs] = filled[envs]
         self.num_fills += 1
-        self.diagnostics.end_fill(fill, short.tolist(), fallback_slots, filled[envs].tolist())
+        self.diagnostics.end_fill(fill, short.tolist(), fallback_slots, filled[envs].tolist(), explanation)
 
     def _store(self, envs, slots, cand, batch, ranked, fallback: bool) -> None:
         if envs.numel() == 0:
@@ -176,7 +182,9 @@ class PooledObjectPlacer:
             checks = torch.stack([dev(batch.check_results[c]).to(torch.bool) for c in self.check_names], -1)
             self.slot_checks[envs, slots] = checks[cand]
 
-    def _failure_message(self, short, filled, envs, last, max_batches, fill) -> str:
+    def _failure_message(self, short, filled, envs, last, max_batches, explanation: str) -> str:
+        """The error of a fill that stayed short: the envs, the checks their last candidates failed, and the
+        closest misses over every candidate of those envs in this fill (``ObjectPlacer.place`` words the same)."""
         L = self.layouts_per_env
         parts = []
         if last is not None:
@@ -187,15 +195,11 @@ class PooledObjectPlacer:
                 failed = [c for c, v in batch.check_results.items()
                           if bool((~v.detach().cpu().to(torch.bool))[sel].any())]
                 parts.append(f"env {e}: failed {', '.join(failed) or 'no check (not enough candidates)'}")
-        msg = (f"Placement pool could not fill {L} layouts per env after {max_batches} solve batches. "
-               f"Available per env: {filled[envs].tolist()}. allow_best_loss_fallbacks=False, so placement fails; "
-               f"most recent rejections: " + "; ".join(parts))
-        causes = fill.batches[-1].rejections[:4] if fill.batches else []
-        if causes:
-            msg += ". Causes in the last batch: " + "; ".join(
-                f"{r.check}: {r.cause} x{r.count}" + ("" if r.example_violation is None else
-                                                     f" (e.g. by {r.example_violation:.3f} m)") for r in causes)
-        return msg
+        short_list = short.tolist()
+        return (f"Placement pool could not fill {L} layouts per env after {max_batches} solve batches. "
+                f"Available per env: {filled[envs].tolist()}. allow_best_loss_fallbacks=False, so placement fails; "
+                f"most recent rejections: " + "; ".join(parts) + f". In env(s) {short_list[:8]}"
+                f"{' ...' if len(short_list) > 8 else ''}, {explanation}")
 
     # ---- lifecycle -----------------------------------------------------------------------------------------
     def member_indices_per_set(self) -> dict[str, list[int]]:
