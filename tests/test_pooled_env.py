@@ -137,25 +137,43 @@ def test_same_placement_seed_reproduces_layouts_across_processes():
     assert lines[0] != lines[2]
 
 
-def test_impossible_scene_without_fallbacks_fails_naming_env_and_checks():
+def test_impossible_scenes_without_fallbacks_fail_naming_relations_and_metres():
+    import isaaclab.sim as sim_utils
+
+    from isaaclab_arena.assets.asset import Object
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
     from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
     from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+    from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
     from isaaclab_arena.relations.relations import IsAnchor, NextTo, On, Side
     from isaaclab_arena.assets.object_reference import ObjectReference
     from isaaclab_arena_environments.assets.library import bowl, mug, table_background
 
-    # passes the restrictions (each object fits the table), but mug + 1.5 m gap + bowl (1.74 m) cannot fit on
-    # the 1.2 m table along x
-    bg = table_background("table_background")
-    table = ObjectReference("table", "{ENV_REGEX_NS}/table_background/table", bg, object_type="base")
-    table.add_relation(IsAnchor())
-    m = mug("mug").add_relation(On(table))
-    b = bowl("bowl").add_relation(On(table)).add_relation(NextTo(m, side=Side.POSITIVE_X, distance_m=1.5))
-    params = ObjectPlacerParams(allow_best_loss_fallbacks=False, max_placement_attempts=2, min_unique_layouts_per_env=2)
-    arena_env = IsaacLabArenaEnvironment("impossible", [bg, table, m, b], placer_params=params)
+    def scene(name, objects):
+        bg = table_background("table_background")
+        table = ObjectReference("table", "{ENV_REGEX_NS}/table_background/table", bg, object_type="base")
+        table.add_relation(IsAnchor())
+        params = ObjectPlacerParams(allow_best_loss_fallbacks=False, max_placement_attempts=2,
+                                    min_unique_layouts_per_env=2)
+        return IsaacLabArenaEnvironment(name, [bg, table, *objects(table)], placer_params=params)
+
+    def gap(table):  # each object fits the table, but mug + 1.5 m gap + bowl (1.74 m) cannot: refused before solving
+        m = mug("mug").add_relation(On(table))
+        return [m, bowl("bowl").add_relation(On(table)).add_relation(NextTo(m, side=Side.POSITIVE_X, distance_m=1.5))]
+
+    with pytest.raises(PlacementConfigError, match=r"asset 'bowl' next_to\(mug, positive_x\): along x it cannot hold "
+                                                   r"together with .*'mug' on\(table\).*: 0\.640 m of room is missing"):
+        ArenaEnvBuilder(scene("impossible", gap), ArenaEnvBuilderCfg(num_envs=2)).compose_manager_cfg()
+
+    def slabs(table):  # each fits, two never do side by side (crowding): the pool fails after solving
+        cfg = dict(rigid_props=sim_utils.UsdPhysicsRigidBodyCfg(), collision_props=sim_utils.UsdPhysicsCollisionCfg())
+        return [Object(n, sim_utils.CuboidCfg(size=(1.0, 0.7, 0.05), **cfg)).add_relation(On(table))
+                for n in ("slab_a", "slab_b")]
+
     with pytest.raises(RuntimeError, match=r"Placement pool could not fill 2 layouts per env after 2 solve batches\. "
-                                           r"Available per env: \[0, 0\].*env 0: failed [^;]*next_to.*; "
-                                           r"env 1: failed [^;]*next_to.*Causes in the last batch: .*'bowl' "
-                                           r"next_to\(mug, positive_x\)"):
-        ArenaEnvBuilder(arena_env, ArenaEnvBuilderCfg(num_envs=2)).compose_manager_cfg()
+                                           r"Available per env: \[0, 0\].*env 0: failed no_overlap; env 1: failed "
+                                           r"no_overlap\. In env\(s\) \[0, 1\], relations in conflict .*no_overlap: "
+                                           r"'slab_a' overlaps 'slab_b' \(failed in 8/8 candidates, never met: closest "
+                                           r"by 0\.050 m.*Met by every candidate .*'slab_a' on\(table\), "
+                                           r"'slab_b' on\(table\)"):
+        ArenaEnvBuilder(scene("crowded", slabs), ArenaEnvBuilderCfg(num_envs=2)).compose_manager_cfg()

@@ -7,7 +7,7 @@ Scenes (the shipped table; tabletop prim anchored through an ObjectReference; pr
   candidates overlap and envs need several batches: the refill-across-batches case.
 * ``one_env_impossible``: a RigidObjectSet (4 cm cube, 8 cm cube, 16 cm flat box) NextTo(mug, 0.9 m) on the
   1.2 m table (1.1 m inside On's 5 cm edge margin): mug + gap + box needs 1.14 m, so env 2 (the box) cannot
-  be placed while envs 0 and 1 can: fallbacks and the no-fallback error.
+  be placed while envs 0 and 1 can: fallbacks, and the feasibility pre-check's refusal without them.
 No stand-in placer is needed: every case comes from a real scene.
 """
 
@@ -22,6 +22,7 @@ from isaaclab_arena.assets.object_reference import ObjectReference
 from isaaclab_arena.assets.object_set import RigidObjectSet
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 from isaaclab_arena.relations.relations import IsAnchor, NextTo, On, Side
@@ -186,10 +187,10 @@ def test_ranking_prefers_fewer_required_failures_then_lower_loss():
     assert keys == sorted(keys), keys
 
 
-def test_no_fallbacks_fails_naming_env_and_checks():
-    with pytest.raises(RuntimeError, match=r"Placement pool could not fill 3 layouts per env after 2 solve batches\. "
-                                           r"Available per env: \[3, 3, 0\].*env 2: failed .*next_to.*"
-                                           r"Causes in the last batch: next_to: 'cube' next_to\(mug, positive_x\)"):
+def test_no_fallbacks_refuses_the_impossible_env_before_solving():
+    # 'c' (16 cm) NextTo the mug at 0.9 m: 0.08 + 0.9 + 0.16 + 2 x 0.05 margins = 1.24 m on the 1.2 m table
+    with pytest.raises(PlacementConfigError, match=r"asset 'cube' next_to\(mug, positive_x\): along x .* in env\(s\) "
+                                                   r"\[2\] \(where 'cube' is its member 'c'\): 0\.040 m of room is missing"):
         make(one_env_impossible(), num_envs=3, max_placement_attempts=2, allow_best_loss_fallbacks=False)
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from isaaclab_arena.relations.difference_constraints import DifferenceConstraints
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relations import (
     AlignWith,
@@ -159,74 +160,6 @@ def _yaw_ranges(lo, hi, turning: _Turning, room=None):
     return out, miss
 
 
-# ---------------------------------------------------------------------------------------------- the graph
-class _Graph:
-    """Difference constraints ``x_v - x_u >= w`` on one axis; node 0 is the env origin (x = 0)."""
-
-    def __init__(self, n_objects: int):
-        self.n = 1 + 4 * n_objects
-        self.edges: list[tuple[int, int, float, float, tuple]] = []  # (u, v, w - slack, w, label)
-
-    @staticmethod
-    def node(k: int, face: int) -> int:
-        return 1 + 4 * k + face
-
-    def at_least(self, u: int, v: int, w: float, label: tuple, slack: float = 0.0) -> None:
-        self.edges.append((u, v, float(w) - slack, float(w), label))
-
-    def between(self, u: int, v: int, lo, hi, label: tuple, slack: float = 0.0) -> None:
-        """lo <= x_v - x_u <= hi (None: open)."""
-        if lo is not None:
-            self.at_least(u, v, lo, label, slack)
-        if hi is not None:
-            self.at_least(v, u, -hi, label, slack)
-
-    def positive_cycle(self) -> list[int] | None:
-        """Edge indices of a cycle of positive weight (an impossible chain), or None."""
-        dist, pred = [0.0] * self.n, [-1] * self.n
-        last = -1
-        for _ in range(self.n):
-            last = -1
-            for ei, (u, v, w, _, _) in enumerate(self.edges):
-                if dist[u] + w > dist[v] + 1e-9:
-                    dist[v], pred[v], last = dist[u] + w, ei, v
-            if last < 0:
-                return None
-        v = last
-        for _ in range(self.n):  # step back onto the cycle
-            v = self.edges[pred[v]][0]
-        cycle, u = [], v
-        while True:
-            cycle.append(pred[u])
-            u = self.edges[pred[u]][0]
-            if u == v:
-                return cycle[::-1]
-
-    def longest_from_origin(self, reverse: bool = False):
-        """Longest paths from node 0 (reverse: to node 0) and the edge reaching each node on its path."""
-        dist, pred = [-math.inf] * self.n, [-1] * self.n
-        dist[0] = 0.0
-        for _ in range(self.n):
-            changed = False
-            for ei, (u, v, w, _, _) in enumerate(self.edges):
-                if reverse:
-                    u, v = v, u
-                if dist[u] + w > dist[v] + 1e-9:
-                    dist[v], pred[v], changed = dist[u] + w, ei, True
-            if not changed:
-                break
-        return dist, pred
-
-    def path_labels(self, pred, target: int, reverse: bool = False) -> list[tuple]:
-        out, v, seen = [], target, set()
-        while v != 0 and pred[v] >= 0 and v not in seen:
-            seen.add(v)
-            u, w, _, _, label = self.edges[pred[v]]
-            out.append(label)
-            v = w if reverse else u
-        return out
-
-
 # ------------------------------------------------------------------------------------------- the checker
 def _required(kind, placer_params) -> bool:
     """Whether a layout must meet the relation: its check is required (objectives always count)."""
@@ -303,8 +236,8 @@ class _EnvGroup:
             self.ranges[k] = r
         return None
 
-    def graph(self, axis: int) -> _Graph:
-        ck, g, N = self.ck, _Graph(len(self.ck.names)), _Graph.node
+    def graph(self, axis: int) -> DifferenceConstraints:
+        ck, g, N = self.ck, DifferenceConstraints(len(self.ck.names)), DifferenceConstraints.node
         for f in range(len(ck.names) - self.n_mov):
             k, lab = self.n_mov + f, ("fixed", ck.names[self.n_mov + f])
             lo, hi = float(self.flo[f, axis]), float(self.fhi[f, axis])
@@ -324,8 +257,8 @@ class _EnvGroup:
                 self.relation_edges(g, axis, c, cr)
         return g
 
-    def relation_edges(self, g: _Graph, axis: int, c: int, cr) -> None:
-        rel, lab, N, s = cr.relation, ("relation", cr), _Graph.node, EPS_M
+    def relation_edges(self, g: DifferenceConstraints, axis: int, c: int, cr) -> None:
+        rel, lab, N, s = cr.relation, ("relation", cr), DifferenceConstraints.node, EPS_M
         p = self.ck.index.get(cr.parent, -1) if cr.parent is not None else -1
         if isinstance(rel, On):
             if axis == 2:
@@ -419,7 +352,7 @@ class _FeasibilityChecker:
                + " or ".join(dict.fromkeys(["smaller objects"] + [_HELP[type(cr.relation)] for cr in rels])))
         return Infeasibility(tuple(group.envs), msg, miss)
 
-    def cycle_message(self, group: _EnvGroup, g: _Graph, axis: int, cycle: list[int]) -> Infeasibility:
+    def cycle_message(self, group: _EnvGroup, g: DifferenceConstraints, axis: int, cycle: list[int]) -> Infeasibility:
         edges = [g.edges[i] for i in cycle]
         missing = sum(e[3] for e in edges)
         rels, sizes, objects, bounds = [], {}, [], []
@@ -454,7 +387,7 @@ class _FeasibilityChecker:
         helps = [_HELP[type(cr.relation)] for cr in rels] + (["smaller objects"] if sizes else [])
         return Infeasibility(tuple(group.envs), msg + "; use " + " or ".join(dict.fromkeys(helps)), missing)
 
-    def annulus(self, group: _EnvGroup, graphs: list[_Graph]) -> Infeasibility | None:
+    def annulus(self, group: _EnvGroup, graphs: list[DifferenceConstraints]) -> Infeasibility | None:
         paths = {}
         for c, rels in self.binding.items():
             for cr in rels:
@@ -463,7 +396,7 @@ class _FeasibilityChecker:
                     continue
                 box, why = [], []
                 for axis in (0, 1):
-                    g, node = graphs[axis], _Graph.node(c, O)
+                    g, node = graphs[axis], DifferenceConstraints.node(c, O)
                     if axis not in paths:
                         paths[axis] = (g.longest_from_origin(), g.longest_from_origin(reverse=True))
                     (lo, lpred), (up, upred) = paths[axis]
