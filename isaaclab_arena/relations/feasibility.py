@@ -346,9 +346,11 @@ class _FeasibilityChecker:
         rels = [cr for cr in self.binding.get(k, []) if isinstance(cr.relation, (On, ClutterOn))]
         head = _describe(rels[0]) if rels else f"'{self.names[k]}'"
         lo, hi = group.llo[k], group.lhi[k]
+        supports = " and ".join(f"'{cr.parent}'" for cr in rels)
         msg = (f"asset {head}: its {hi[0] - lo[0]:.3f} x {hi[1] - lo[1]:.3f} m footprint fits the "
-               f"{room[0]:.3f} x {room[1]:.3f} m room of {', '.join(_describe(cr) for cr in rels)} at no yaw it "
-               f"may take{self.where(group, [k])}: at least {miss:.3f} m too large at every heading; use "
+               f"{room[0]:.3f} x {room[1]:.3f} m room {supports} offer(s) inside the margins at no yaw it may take "
+               f"(its yaw is drawn or faces a target){self.where(group, [k])}: at least {miss:.3f} m too large at "
+               "every heading; use "
                + " or ".join(dict.fromkeys(["smaller objects"] + [_HELP[type(cr.relation)] for cr in rels])))
         return Infeasibility(tuple(group.envs), msg, miss)
 
@@ -381,7 +383,7 @@ class _FeasibilityChecker:
             need, low, high = missing - w0 - w1, w0, -w1
             msg += (f"{missing:.3f} m of room is missing: the chain needs {need:.3f} m ({parts}) between "
                     f"{_bound_text(lab0, v0, axis)} at {low:.3f} m and {_bound_text(lab1, u1, axis)} at {high:.3f} m, "
-                    f"{high - low:.3f} m apart")
+                    + (f"{high - low:.3f} m apart" if high >= low else f"{low - high:.3f} m the wrong way round"))
         else:
             msg += f"the relations contradict each other by {missing:.3f} m ({parts})"
         helps = [_HELP[type(cr.relation)] for cr in rels] + (["smaller objects"] if sizes else [])
