@@ -201,6 +201,11 @@ def explanation_text(misses: list[ClosestMiss], kept: list[str]) -> str:
     return text
 
 
+#: Pair checks the tally follows: the batch fields of each candidate's worst pair and its depth, the cause text.
+_TALLY_PAIRS = {"no_overlap": ("overlap_pair", "overlap_depth", "'{a}' overlaps '{b}'"),
+                "clearance": ("clearance_pair", "clearance_depth", "'{a}' and '{b}' closer than their clearance")}
+
+
 class FailureTally:
     """Per env: for every relation, no_overlap pair and required check, how many candidates failed it and the
     smallest violation (metres) any candidate had. ``add`` is batched torch on the batch's device (no host
@@ -219,8 +224,8 @@ class FailureTally:
         self.rel_fail_min = torch.full((E, R), inf, device=dev)   # min excess over failing candidates
         self.rel_fail_cause = torch.zeros((E, R), dtype=torch.long, device=dev)
         self.rel_fail = torch.zeros((E, R), dtype=torch.long, device=dev)
-        self.pair_min = torch.full((E, P), inf, device=dev)
-        self.pair_fail = torch.zeros((E, P), dtype=torch.long, device=dev)
+        self.pair_min = {c: torch.full((E, P), inf, device=dev) for c in _TALLY_PAIRS}
+        self.pair_fail = {c: torch.zeros((E, P), dtype=torch.long, device=dev) for c in _TALLY_PAIRS}
         self.check_fail = torch.zeros((E, len(self.required)), dtype=torch.long, device=dev)
 
     def add(self, vb: ValidatedBatch, mask: torch.Tensor | None = None) -> None:
@@ -252,12 +257,15 @@ class FailureTally:
             hit = fails & (fail_ex == self.rel_fail_min[env])
             bi, ri = hit.nonzero(as_tuple=True)
             self.rel_fail_cause[env[bi], ri] = cause[bi, ri]
-        if "no_overlap" in failed and b.overlap_depth is not None:
-            ov = failed["no_overlap"] & (b.overlap_depth[keep] > self.problem.slack)
-            e, pair = env[ov], b.overlap_pair[keep][ov].long()
-            flat = e * self.pair_min.shape[1] + pair
-            self.pair_fail.view(-1).index_add_(0, flat, torch.ones_like(flat))
-            self.pair_min.view(-1).scatter_reduce_(0, flat, b.overlap_depth[keep][ov].float(), reduce="amin")
+        for check, (pair_field, depth_field, _) in _TALLY_PAIRS.items():
+            depth = getattr(b, depth_field, None)
+            if check not in failed or depth is None:
+                continue
+            bad = failed[check] & (depth[keep] > self.problem.slack)
+            e, pair = env[bad], getattr(b, pair_field)[keep][bad].long()
+            flat = e * self.pair_min[check].shape[1] + pair
+            self.pair_fail[check].view(-1).index_add_(0, flat, torch.ones_like(flat))
+            self.pair_min[check].view(-1).scatter_reduce_(0, flat, depth[keep][bad].float(), reduce="amin")
 
     def explain(self, envs) -> tuple[list[ClosestMiss], list[str]]:
         """The closest misses over the candidates of ``envs`` (largest first) and the required relations that
@@ -281,16 +289,18 @@ class FailureTally:
                     touched.update({cr.subject, cr.parent} - {None})
                     out.append(ClosestMiss(cr.check, f"{cr.description}: {cr.kind.cause_text(cause[r])}",
                                            max(rel_min[r], 0.0), count, n, fenv[r]))
-        pair_fail = self.pair_fail[sel].sum(0).tolist()
-        if any(pair_fail):
-            pmin, penv = self.pair_min[sel].min(0)
+        for check, (_, _, text) in _TALLY_PAIRS.items():
+            pair_fail = self.pair_fail[check][sel].sum(0).tolist()
+            if not any(pair_fail):
+                continue
+            pmin, penv = self.pair_min[check][sel].min(0)
             pmin, penv = pmin.tolist(), sel[penv].tolist()
             for k, count in enumerate(pair_fail):
                 if count:
                     a, b = p.pair_names(k)
-                    named.add("no_overlap")
+                    named.add(check)
                     touched.update({a, b})
-                    out.append(ClosestMiss("no_overlap", f"'{a}' overlaps '{b}'", pmin[k], count, n, penv[k]))
+                    out.append(ClosestMiss(check, text.format(a=a, b=b), pmin[k], count, n, penv[k]))
         check_fail = self.check_fail[sel]
         for k, c in enumerate(self.required):
             count = int(check_fail[:, k].sum())
