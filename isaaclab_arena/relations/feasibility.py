@@ -387,7 +387,8 @@ class _FeasibilityChecker:
         else:
             msg += f"the relations contradict each other by {missing:.3f} m ({parts})"
         helps = [_HELP[type(cr.relation)] for cr in rels] + (["smaller objects"] if sizes else [])
-        return Infeasibility(tuple(group.envs), msg + "; use " + " or ".join(dict.fromkeys(helps)), missing)
+        msg += "; " + ("" if len(bounds) == 2 else "drop one of them, or ") + "use " + " or ".join(dict.fromkeys(helps))
+        return Infeasibility(tuple(group.envs), msg, missing)
 
     def annulus(self, group: _EnvGroup, graphs: list[DifferenceConstraints]) -> Infeasibility | None:
         paths = {}

@@ -227,6 +227,9 @@ class FailureTally:
         self.pair_min = {c: torch.full((E, P), inf, device=dev) for c in _TALLY_PAIRS}
         self.pair_fail = {c: torch.zeros((E, P), dtype=torch.long, device=dev) for c in _TALLY_PAIRS}
         self.check_fail = torch.zeros((E, len(self.required)), dtype=torch.long, device=dev)
+        # column of each relation's check among the required ones (the last, always False, when not required)
+        col = [self.required.index(r.check) if r.check in self.required else len(self.required) for r in p.relations]
+        self.rel_check = torch.tensor(col, dtype=torch.long, device=dev)
 
     def add(self, vb: ValidatedBatch, mask: torch.Tensor | None = None) -> None:
         """Counts the candidates of ``vb`` where ``mask`` (B,) is set (None: all)."""
@@ -240,15 +243,11 @@ class FailureTally:
         self.seen.index_add_(0, env, torch.ones_like(env))
         v = vb.validation
         failed = {c: (~v.verdicts[c] & v.evaluated_mask(c))[keep] for c in self.required}
-        for k, c in enumerate(self.required):
-            self.check_fail[:, k].index_add_(0, env, failed[c].long())
+        table = torch.stack([failed[c] for c in self.required] + [torch.zeros_like(env, dtype=torch.bool)], 1)
+        self.check_fail.index_add_(0, env, table[:, :-1].long())
         if self.problem.num_relations and b.relation_excess is not None:
             excess, cause = b.relation_excess[keep].float(), b.relation_cause[keep].long()
-            col = torch.zeros_like(cause, dtype=torch.bool)
-            for r, rel in enumerate(self.problem.relations):  # a relation fails only where its required check did
-                if rel.check in failed:
-                    col[:, r] = failed[rel.check]
-            fails = col & (cause != 0)
+            fails = table[:, self.rel_check] & (cause != 0)  # a relation fails only where its required check did
             idx = env.unsqueeze(1).expand_as(excess)
             self.rel_min.scatter_reduce_(0, idx, excess.clamp(min=0.0), reduce="amin")
             self.rel_fail.scatter_add_(0, idx, fails.long())
