@@ -9,7 +9,9 @@ solve batches (at most ``max_placement_attempts``).
   resetting env's partition; a partition found empty is refilled during that reset (only those envs).
 * ``resolve_on_reset=False``: every reset reuses the layout assigned at creation.
 * ``allow_best_loss_fallbacks``: after the last batch, empty slots take that batch's best-ranked failing
-  candidates (reported); False raises ``RuntimeError`` naming the envs and the checks that failed.
+  candidates (reported); False raises ``RuntimeError`` naming the envs, the checks that failed and every
+  failing relation with the closest any of the fill's candidates came (``placement_diagnostics.FailureTally``,
+  worded as ``ObjectPlacer.place`` words it).
 * Reproducible: candidate ``(env e, draw d)`` is a pure function of (spec, placement_seed, e, d); an env's
   draw ids advance only with its own fills, so batch size, env count and partial resets of other envs never
   change which layouts an env gets.
