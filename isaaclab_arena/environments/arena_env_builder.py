@@ -39,6 +39,7 @@ from isaaclab_arena.assets.asset import Object, PlaceableAsset
 from isaaclab_arena.assets.object_reference import ObjectReference
 from isaaclab_arena.assets.object_set import RigidObjectSet
 from isaaclab_arena.assets.object_type import ObjectType
+from isaaclab_arena.environments.embodiment_terms import add_embodiment_entity, add_embodiment_terms, check_embodiment
 from isaaclab_arena.environments.env_spacing import default_env_spacing
 from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
 from isaaclab_arena.environments.physics import PHYSICS_CHOICES, make_physics_cfg
@@ -133,7 +134,7 @@ class ArenaTerminationsCfg:
 @configclass
 class ArenaEnvCfg(ManagerBasedRLEnvCfg):
     """Manager-based RL env config composed by :class:`ArenaEnvBuilder` (no actions/observations/rewards of
-    its own; an embodiment or task adds them)."""
+    its own; an embodiment (``environments/embodiment_terms.py``) or a task adds them)."""
 
     scene: ArenaSceneCfg = ArenaSceneCfg(num_envs=1, env_spacing=30.0)
     actions: ArenaEmptyCfg = ArenaEmptyCfg()
@@ -186,7 +187,8 @@ class ArenaEnvBuilder:
             return float(self.cfg.env_spacing)
         if self.arena_env.env_spacing is not None:
             return float(self.arena_env.env_spacing)
-        return default_env_spacing(self.arena_env.assets)
+        robot = [self.arena_env.embodiment] if self.arena_env.embodiment is not None else []
+        return default_env_spacing([*self.arena_env.assets, *robot])  # the robot's stand counts too
 
     @property
     def placer_params(self) -> ObjectPlacerParams:
@@ -324,10 +326,17 @@ class ArenaEnvBuilder:
             else:
                 variant_counts.append(1)
                 members.append([0] * self.cfg.num_envs)
+        embodiment = check_embodiment(self.arena_env)
+        if embodiment is not None:  # the robot: scene entity "robot", the last per-env entity
+            add_embodiment_entity(scene, embodiment)
+            variant_counts.append(1)
+            members.append([0] * self.cfg.num_envs)
         if self.member_indices:
             scene.clone_cfg.clone_strategy = ExplicitCloneAssignment(variant_counts, np.asarray(members).T)
         scene.light = AssetBaseCfg(prim_path="/World/light", spawn=sim_utils.DomeLightCfg(intensity=1000.0))
         cfg.scene = scene
+        if embodiment is not None:
+            add_embodiment_terms(cfg, embodiment)
         if self.pose_source is not None:  # the term gets the live source as a parameter (by reference)
             cfg.events.arena_placement = arena_pose_reset_term_cfg(self.pose_source)
         if self.arena_env.env_cfg_overrides:  # YAML env_cfg_override: applied last, so it wins

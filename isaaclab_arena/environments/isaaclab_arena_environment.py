@@ -16,7 +16,7 @@ class IsaacLabArenaEnvironment:
     Attributes:
         name: Environment name (gym id suffix).
         assets: Every asset of the scene: backgrounds, objects, object references, object sets.
-        embodiment: Optional robot embodiment (later issue).
+        embodiment: Optional robot (an ``isaaclab_arena.embodiments.Embodiment``; scene key ``robot``).
         task: Optional task (later issue).
         placer_params: Placement settings (seed, pool size, checks, solver).
         placement_layouts: Recorded layouts to replay instead of solving (``PlacementLayouts``).

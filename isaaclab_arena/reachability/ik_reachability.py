@@ -1,0 +1,278 @@
+"""Batched top-down-grasp reachability with ``newton.ik`` (Levenberg-Marquardt), on ``cpu`` or ``cuda:0``.
+
+For B candidates (robot base pose each) and K objects each, :meth:`IKReachabilityChecker.check` answers
+whether the robot's TCP can reach a top-down grasp ``grasp_z_offset_m`` above every object position
+within ``position_threshold_m`` and ``rotation_threshold_rad`` with its joints inside their limits.
+
+How (no Python loop over candidates):
+
+1. Targets go into each candidate's base frame (:func:`top_down_grasp_targets`); the B x K problems are
+   flattened.
+2. Stage 1 solves every problem from one informed seed: the home configuration turned toward the object
+   (the first vertical joint rotated by the object's azimuth).
+3. Stage 2 re-solves only the problems stage 1 left unreached, from ``n_seeds - 1`` fixed quasi-random
+   (Roberts sequence) configurations spread over the joint limits.
+4. Every solution is clamped to the joint limits and measured by forward kinematics (:class:`ChainFK`);
+   the verdict is about the clamped, feasible configuration, so limits are respected by construction.
+
+Seeds are deterministic (no random draw): the same inputs give the same verdicts. Solvers are cached
+per problem-count bucket (powers of two), so varying batch sizes reuse compiled kernels and buffers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from isaaclab_arena.reachability.chain_fk import ChainFK, matrix_to_quat_xyzw, rotation_angle_between
+from isaaclab_arena.reachability.grasp_targets import top_down_grasp_targets
+from isaaclab_arena.reachability.urdf_chain import UrdfChain, load_urdf_chain
+
+
+@dataclass(frozen=True)
+class ReachabilityRobot:
+    """What the IK needs to know about a robot arm.
+
+    Attributes:
+        urdf_path: The robot description (URDF) the simulated USD was built from.
+        base_link: Root link; its frame is the robot's root pose (what placement writes).
+        tcp_link: Tool frame measured against the grasp target (between the fingertips).
+        home_joint_pos: Home position of the chain's joints, ``{joint name: rad or m}``; joints not named
+            start at the middle of their limits.
+    """
+
+    urdf_path: str
+    base_link: str
+    tcp_link: str
+    home_joint_pos: dict = field(default_factory=dict)
+
+
+@dataclass
+class ReachabilityResult:
+    """Verdicts and residuals of one :meth:`IKReachabilityChecker.check` call, all (B, K) unless noted.
+
+    Attributes:
+        reachable: True when the grasp is reached within both thresholds (True where not evaluated).
+        evaluated: False where the caller's mask skipped the object.
+        position_error_m: TCP distance to the grasp point of the best solution, metres (NaN if skipped).
+        rotation_error_rad: Angle between TCP and grasp orientation, radians (NaN if skipped).
+        joint_pos: (B, K, n_joints) best solution, clamped to the joint limits (rad or m).
+        joint_names: Names of the solution's joints.
+    """
+
+    reachable: torch.Tensor
+    evaluated: torch.Tensor
+    position_error_m: torch.Tensor
+    rotation_error_rad: torch.Tensor
+    joint_pos: torch.Tensor
+    joint_names: list[str]
+
+    @property
+    def all_reachable(self) -> torch.Tensor:
+        """(B,) True when every evaluated object of the candidate is reachable."""
+        return self.reachable.all(dim=-1)
+
+
+def _roberts_fractions(count: int, dims: int) -> np.ndarray:
+    """(count, dims) low-discrepancy points in [0, 1) (Roberts' generalised golden-ratio sequence), k >= 1."""
+    phi = 1.5
+    for _ in range(50):  # root of x^(d+1) = x + 1
+        phi = phi - (phi ** (dims + 1) - phi - 1) / ((dims + 1) * phi ** dims - 1)
+    alpha = 1.0 / phi ** (1 + np.arange(dims))
+    k = np.arange(1, count + 1)[:, None]
+    return np.mod(0.5 + k * alpha, 1.0)
+
+
+#: Weight of the soft joint-limit objective (solutions are clamped to the limits afterwards anyway).
+LIMIT_WEIGHT = 10.0
+
+
+class _Solver:
+    """One ``newton.ik.IKSolver`` for a fixed problem count, with its objective target buffers."""
+
+    def __init__(self, model, tcp_body: int, count: int, device: str):
+        import warp as wp
+        from newton import ik
+
+        self.count = count
+        self.position = ik.IKObjectivePosition(link_index=tcp_body, link_offset=wp.vec3(0.0, 0.0, 0.0),
+                                               target_positions=wp.zeros(count, dtype=wp.vec3, device=device))
+        self.rotation = ik.IKObjectiveRotation(link_index=tcp_body, link_offset_rotation=wp.quat_identity(),
+                                               target_rotations=wp.zeros(count, dtype=wp.vec4, device=device))
+        limits = ik.IKObjectiveJointLimit(joint_limit_lower=model.joint_limit_lower,
+                                          joint_limit_upper=model.joint_limit_upper, weight=LIMIT_WEIGHT)
+        self.solver = ik.IKSolver(model=model, n_problems=count, objectives=[self.position, self.rotation, limits],
+                                  optimizer="lm", jacobian_mode="analytic", sampler="none", n_seeds=1,
+                                  lambda_initial=0.1)
+        self.q_in = wp.zeros((count, model.joint_coord_count), dtype=wp.float32, device=device)
+        self.q_out = wp.zeros((count, model.joint_coord_count), dtype=wp.float32, device=device)
+
+
+class IKReachabilityChecker:
+    """Batched top-down-grasp reachability for one robot arm (see module docstring).
+
+    Args:
+        robot: The arm's description.
+        device: ``cpu`` or ``cuda:N``.
+        n_seeds: Seeds per problem: 1 informed + ``n_seeds - 1`` quasi-random ones for stage 2.
+        iterations: LM iterations per stage.
+    """
+
+    def __init__(self, robot: ReachabilityRobot, device: str = "cpu", n_seeds: int = 8, iterations: int = 30):
+        if n_seeds < 1 or iterations < 1:
+            raise ValueError(f"IKReachabilityChecker: n_seeds and iterations must be >= 1, got {n_seeds}, {iterations}")
+        import newton
+        import warp as wp
+
+        self.robot, self.device = robot, str(device)
+        self.n_seeds, self.iterations = int(n_seeds), int(iterations)
+        self.chain: UrdfChain = load_urdf_chain(robot.urdf_path, robot.base_link, robot.tcp_link)
+        wp.init()
+        builder = newton.ModelBuilder()
+        builder.add_urdf(self.chain.urdf_xml, floating=False, enable_self_collisions=False)
+        self.model = builder.finalize(device=self.device)
+        labels = list(self.model.body_label)
+        self._tcp_body = next(i for i, label in enumerate(labels) if label.split("/")[-1] == robot.tcp_link)
+        model_joints = [label.split("/")[-1] for label in self.model.joint_label]
+        movable = [n for n in model_joints if n in self.chain.joint_names]
+        if movable != self.chain.joint_names or self.model.joint_coord_count != len(movable):
+            raise RuntimeError(f"newton model of {robot.urdf_path} has joints {model_joints}; expected the chain "
+                               f"{self.chain.joint_names} in order")
+        self.joint_names = list(self.chain.joint_names)
+        unknown = sorted(set(robot.home_joint_pos) - set(self.joint_names))
+        if unknown:
+            raise ValueError(f"ReachabilityRobot.home_joint_pos names {unknown}, which are not joints of the chain "
+                             f"{robot.base_link} -> {robot.tcp_link}: {self.joint_names}")
+        lo, hi = self.chain.lower, self.chain.upper
+        home = np.array([robot.home_joint_pos.get(n, 0.5 * (a + b)) for n, a, b in zip(self.joint_names, lo, hi)])
+        tdev = torch.device(self.device)
+        self._lower = torch.tensor(lo, dtype=torch.float32, device=tdev)
+        self._upper = torch.tensor(hi, dtype=torch.float32, device=tdev)
+        self._home = torch.tensor(home, dtype=torch.float32, device=tdev)
+        self._fk = ChainFK(self.chain, tdev, torch.float32)
+        # the first joint turning about the base's vertical axis carries the object's azimuth in the seed
+        self._yaw_joint = next((i for i, j in enumerate(self.chain.movable)
+                                if j.type != "prismatic" and abs(abs(j.axis[2]) - 1) < 1e-6
+                                and np.allclose(j.origin[:3, :3], np.eye(3))), None)
+        _, home_rot = self._fk.forward(self._home[None])
+        self.yaw_offset_rad = float(torch.atan2(home_rot[0, 1, 0], home_rot[0, 0, 0]))
+        frac = _roberts_fractions(max(self.n_seeds - 1, 0), len(self.joint_names))
+        self._spread = torch.tensor(lo + frac * (hi - lo), dtype=torch.float32, device=tdev)  # (S-1, C)
+        self._solvers: dict[int, _Solver] = {}
+
+    # ---- public --------------------------------------------------------------------------------------------
+    def check(self, base_pose: torch.Tensor, object_positions: torch.Tensor, grasp_z_offset_m: float = 0.02,
+              position_threshold_m: float = 0.01, rotation_threshold_rad: float = 0.1,
+              mask: torch.Tensor | None = None) -> ReachabilityResult:
+        """Reachability of a top-down grasp at each object for each candidate base pose.
+
+        Args:
+            base_pose: (B, 7) robot root pose, env-local: x, y, z (m), qx, qy, qz, qw.
+            object_positions: (B, K, 3) object positions, env-local metres.
+            grasp_z_offset_m: TCP height above the object position, metres.
+            position_threshold_m: Largest accepted TCP position error, metres.
+            rotation_threshold_rad: Largest accepted TCP orientation error, radians.
+            mask: Optional (B, K) bool: only True entries are solved.
+        """
+        tdev = torch.device(self.device)
+        base_pose = torch.as_tensor(base_pose, dtype=torch.float32, device=tdev)
+        object_positions = torch.as_tensor(object_positions, dtype=torch.float32, device=tdev)
+        pos_b, rot_b, azimuth_b = top_down_grasp_targets(base_pose, object_positions, grasp_z_offset_m,
+                                                         self.yaw_offset_rad)
+        batch, k = object_positions.shape[:2]
+        evaluated = torch.ones(batch, k, dtype=torch.bool, device=tdev) if mask is None else \
+            torch.as_tensor(mask, dtype=torch.bool, device=tdev).reshape(batch, k)
+        idx = evaluated.reshape(-1).nonzero().squeeze(-1)
+        pos = pos_b.reshape(-1, 3)[idx]
+        rot = rot_b.reshape(-1, 3, 3)[idx]
+        thresholds = (float(position_threshold_m), float(rotation_threshold_rad))
+        if not (thresholds[0] > 0 and thresholds[1] > 0):
+            raise ValueError(f"IK thresholds must be > 0, got position {thresholds[0]} m, rotation {thresholds[1]} rad")
+        # rotation residuals weigh pos_thr / rot_thr against position ones (metres): the LM objective then
+        # trades position against orientation error the way the verdict does
+        weight = thresholds[0] / thresholds[1]
+
+        seeds = self._informed_seeds(azimuth_b.reshape(-1)[idx])
+        q, pos_err, rot_err = self._solve_and_measure(pos, rot, seeds, weight)
+        score = self._score(pos_err, rot_err, thresholds)
+        rest = (score > 1).nonzero().squeeze(-1)
+        s = self._spread.shape[0]
+        if s and rest.numel():  # stage 2: the unreached problems from every spread seed
+            q2, p2, r2 = self._solve_and_measure(pos[rest].repeat_interleave(s, 0), rot[rest].repeat_interleave(s, 0),
+                                                 self._spread.repeat(rest.numel(), 1), weight)
+            score2 = self._score(p2, r2, thresholds).reshape(-1, s)
+            best2, arg = score2.min(dim=1)
+            pick = torch.arange(rest.numel(), device=tdev) * s + arg
+            better = best2 < score[rest]
+            upd, pick = rest[better], pick[better]
+            q[upd], pos_err[upd], rot_err[upd] = q2[pick], p2[pick], r2[pick]
+            score[upd] = best2[better]
+
+        n, c = batch * k, len(self.joint_names)
+        nan = torch.full((n,), math.nan, device=tdev)
+        full_q = self._home.repeat(n, 1)
+        full_p, full_r = nan.clone(), nan.clone()
+        full_q[idx], full_p[idx], full_r[idx] = q, pos_err, rot_err
+        reachable = torch.ones(n, dtype=torch.bool, device=tdev)
+        reachable[idx] = score <= 1
+        return ReachabilityResult(reachable.reshape(batch, k), evaluated, full_p.reshape(batch, k),
+                                  full_r.reshape(batch, k), full_q.reshape(batch, k, c), list(self.joint_names))
+
+    def check_config(self, base_pose: torch.Tensor, object_positions: torch.Tensor, config,
+                     mask: torch.Tensor | None = None) -> ReachabilityResult:
+        """:meth:`check` with the thresholds of a ``ReachabilityConfig`` (``grasp_z_offset_m``,
+        ``ik_position_threshold_m``, ``ik_rotation_threshold_rad``)."""
+        return self.check(base_pose, object_positions, config.grasp_z_offset_m, config.ik_position_threshold_m,
+                          config.ik_rotation_threshold_rad, mask)
+
+    def forward_kinematics(self, joint_pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """TCP position (N, 3) metres and rotation (N, 3, 3) in the base frame for (N, n_joints) joint positions."""
+        return self._fk.forward(torch.as_tensor(joint_pos, dtype=torch.float32, device=torch.device(self.device)))
+
+    # ---- internals -----------------------------------------------------------------------------------------
+    @staticmethod
+    def _score(pos_err: torch.Tensor, rot_err: torch.Tensor, thresholds: tuple[float, float]) -> torch.Tensor:
+        """max(position error / threshold, rotation error / threshold): <= 1 means reached."""
+        return torch.maximum(pos_err / thresholds[0], rot_err / thresholds[1])
+
+    def _informed_seeds(self, azimuth: torch.Tensor) -> torch.Tensor:
+        seeds = self._home.repeat(azimuth.numel(), 1)
+        if self._yaw_joint is not None:
+            j = self._yaw_joint
+            turned = torch.remainder(self._home[j] + azimuth + math.pi, 2 * math.pi) - math.pi
+            seeds[:, j] = torch.clamp(turned, self._lower[j], self._upper[j])
+        return seeds
+
+    def _solver_for(self, count: int) -> _Solver:
+        bucket = max(64, 1 << (count - 1).bit_length())
+        if bucket not in self._solvers:
+            self._solvers[bucket] = _Solver(self.model, self._tcp_body, bucket, self.device)
+        return self._solvers[bucket]
+
+    def _solve_and_measure(self, pos: torch.Tensor, rot: torch.Tensor, seeds: torch.Tensor, rotation_weight: float):
+        """IK for (M,) problems from (M, C) seeds -> clamped solutions (M, C), position and rotation errors (M,)."""
+        import warp as wp
+
+        m = pos.shape[0]
+        if m == 0:
+            empty = torch.zeros(0, device=pos.device)
+            return seeds.clone(), empty, empty.clone()
+        s = self._solver_for(m)
+        pad = s.count - m
+        quat = matrix_to_quat_xyzw(rot)
+        if pad:
+            pos = torch.cat([pos, pos[:1].expand(pad, 3)])
+            quat = torch.cat([quat, quat[:1].expand(pad, 4)])
+            seeds = torch.cat([seeds, seeds[:1].expand(pad, seeds.shape[1])])
+        s.rotation.weight = rotation_weight
+        s.position.set_target_positions(wp.from_torch(pos.contiguous(), dtype=wp.vec3))
+        s.rotation.set_target_rotations(wp.from_torch(quat.contiguous(), dtype=wp.vec4))
+        wp.copy(s.q_in, wp.from_torch(seeds.contiguous()))
+        s.solver.step(s.q_in, s.q_out, iterations=self.iterations)
+        wp.synchronize_device(s.q_out.device)
+        q = torch.clamp(wp.to_torch(s.q_out)[:m].clone(), self._lower, self._upper)
+        tcp_pos, tcp_rot = self._fk.forward(q)
+        return q, (tcp_pos - pos[:m]).norm(dim=-1), rotation_angle_between(tcp_rot, rot[:m])
