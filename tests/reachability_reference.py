@@ -48,14 +48,18 @@ class PinocchioReach:
         pin = self.pin
         best = (math.inf, q)
         w = np.array([1.0, 1.0, 1.0] + [pos_thr / rot_thr] * 3)  # weigh errors as the verdict does
+        since_better = 0
         for _ in range(self.iterations):
             p, r = self.fk(q)
             e = np.concatenate([p_t - p, pin.log3(r_t @ r.T)])
             pe, re = np.linalg.norm(p_t - p), rotation_angle(r, r_t)
             score = max(pe / pos_thr, re / rot_thr)
+            since_better += 1
+            if score < best[0] - 1e-4:
+                since_better = 0
             if score < best[0]:
                 best = (score, q.copy())
-            if pe < 1e-6 and re < 1e-6:
+            if (pe < 1e-6 and re < 1e-6) or since_better > 20:  # converged, or stalled for 20 iterations
                 break
             jac = pin.computeFrameJacobian(self.model, self.data, q, self.frame, pin.LOCAL_WORLD_ALIGNED)
             jac, e = jac * w[:, None], e * w

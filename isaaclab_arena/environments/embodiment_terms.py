@@ -68,7 +68,6 @@ def action_terms(embodiment: Embodiment) -> dict:
     else:
         arm = mdp.DifferentialInverseKinematicsActionCfg(
             asset_name=ROBOT_SCENE_KEY, joint_names=list(d.arm_joint_names), body_name=d.tcp_link,
-            preserve_order=True,
             controller=DifferentialIKControllerCfg(command_type="pose", use_relative_mode=embodiment.action_mode == "ik_rel",
                                                    ik_method="dls"))
     gripper = mdp.BinaryJointPositionActionCfg(
