@@ -7,9 +7,12 @@ within ``position_threshold_m`` and ``rotation_threshold_rad`` with its joints i
 How (no Python loop over candidates):
 
 1. Targets go into each candidate's base frame (:func:`top_down_grasp_targets`); the B x K problems are
-   flattened.
-2. Stage 1 solves every problem from one informed seed: the home configuration turned toward the object
-   (the first vertical joint rotated by the object's azimuth).
+   flattened. Targets farther from the first joint's axis point than the chain's total length (plus the
+   position threshold) cannot be reached by any configuration and are refused without IK (their
+   ``position_error_m`` is that excess distance, a lower bound).
+2. Stage 1 solves every problem from one informed seed: the solution, found once at construction, for
+   the nearest of a grid of top-down targets in the plane in front of the robot (by reach and height),
+   turned toward the object (the first vertical joint rotated by the object's azimuth).
 3. Stage 2 re-solves only the problems stage 1 left unreached, from ``n_seeds - 1`` fixed quasi-random
    (Roberts sequence) configurations spread over the joint limits.
 4. Every solution is clamped to the joint limits and measured by forward kinematics (:class:`ChainFK`);
@@ -21,6 +24,7 @@ per problem-count bucket (powers of two), so varying batch sizes reuse compiled 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 
@@ -88,6 +92,26 @@ def _roberts_fractions(count: int, dims: int) -> np.ndarray:
 
 #: Weight of the soft joint-limit objective (solutions are clamped to the limits afterwards anyway).
 LIMIT_WEIGHT = 10.0
+
+
+def _reach_sphere(chain: UrdfChain) -> tuple[np.ndarray, float]:
+    """(centre, radius) in the base frame of a sphere holding every TCP position the chain can take.
+
+    The centre is the first movable joint's origin: that joint turns about an axis through it, which keeps
+    distances to it; every later joint origin and the TCP add at most the length of their offset.
+    """
+    transform = np.eye(4)
+    radius, centre = 0.0, None
+    for joint in chain.joints:
+        if centre is None:
+            transform = transform @ joint.origin
+            if joint.type in ("revolute", "prismatic", "continuous"):
+                centre = transform[:3, 3].copy()
+        else:
+            radius += float(np.linalg.norm(joint.origin[:3, 3]))
+    if centre is None or any(j.type == "prismatic" for j in chain.movable):
+        return np.zeros(3), math.inf  # no bound for chains with sliding joints
+    return centre, radius
 
 
 class _Solver:
@@ -161,7 +185,14 @@ class IKReachabilityChecker:
         self.yaw_offset_rad = float(torch.atan2(home_rot[0, 1, 0], home_rot[0, 0, 0]))
         frac = _roberts_fractions(max(self.n_seeds - 1, 0), len(self.joint_names))
         self._spread = torch.tensor(lo + frac * (hi - lo), dtype=torch.float32, device=tdev)  # (S-1, C)
+        centre, radius = _reach_sphere(self.chain)
+        self._reach_centre = torch.tensor(centre, dtype=torch.float32, device=tdev)
+        self.reach_radius_m = radius
         self._solvers: dict[int, _Solver] = {}
+        self._library_rz = torch.zeros(0, 2, device=tdev)
+        self._library_q = torch.zeros(0, len(self.joint_names), device=tdev)
+        if self._yaw_joint is not None:
+            self._build_seed_library()
 
     # ---- public --------------------------------------------------------------------------------------------
     def check(self, base_pose: torch.Tensor, object_positions: torch.Tensor, grasp_z_offset_m: float = 0.02,
@@ -185,38 +216,23 @@ class IKReachabilityChecker:
         batch, k = object_positions.shape[:2]
         evaluated = torch.ones(batch, k, dtype=torch.bool, device=tdev) if mask is None else \
             torch.as_tensor(mask, dtype=torch.bool, device=tdev).reshape(batch, k)
-        idx = evaluated.reshape(-1).nonzero().squeeze(-1)
-        pos = pos_b.reshape(-1, 3)[idx]
-        rot = rot_b.reshape(-1, 3, 3)[idx]
         thresholds = (float(position_threshold_m), float(rotation_threshold_rad))
         if not (thresholds[0] > 0 and thresholds[1] > 0):
             raise ValueError(f"IK thresholds must be > 0, got position {thresholds[0]} m, rotation {thresholds[1]} rad")
-        # rotation residuals weigh pos_thr / rot_thr against position ones (metres): the LM objective then
-        # trades position against orientation error the way the verdict does
-        weight = thresholds[0] / thresholds[1]
-
-        seeds = self._informed_seeds(azimuth_b.reshape(-1)[idx])
-        q, pos_err, rot_err = self._solve_and_measure(pos, rot, seeds, weight)
-        score = self._score(pos_err, rot_err, thresholds)
-        rest = (score > 1).nonzero().squeeze(-1)
-        s = self._spread.shape[0]
-        if s and rest.numel():  # stage 2: the unreached problems from every spread seed
-            q2, p2, r2 = self._solve_and_measure(pos[rest].repeat_interleave(s, 0), rot[rest].repeat_interleave(s, 0),
-                                                 self._spread.repeat(rest.numel(), 1), weight)
-            score2 = self._score(p2, r2, thresholds).reshape(-1, s)
-            best2, arg = score2.min(dim=1)
-            pick = torch.arange(rest.numel(), device=tdev) * s + arg
-            better = best2 < score[rest]
-            upd, pick = rest[better], pick[better]
-            q[upd], pos_err[upd], rot_err[upd] = q2[pick], p2[pick], r2[pick]
-            score[upd] = best2[better]
-
         n, c = batch * k, len(self.joint_names)
+        excess = (pos_b.reshape(-1, 3) - self._reach_centre).norm(dim=-1) - self.reach_radius_m
+        out_of_reach = evaluated.reshape(-1) & (excess > thresholds[0])
+        idx = (evaluated.reshape(-1) & ~out_of_reach).nonzero().squeeze(-1)
+        pos = pos_b.reshape(-1, 3)[idx]
+        rot = rot_b.reshape(-1, 3, 3)[idx]
+        q, pos_err, rot_err, score = self._solve_problems(pos, rot, azimuth_b.reshape(-1)[idx], thresholds)
+
         nan = torch.full((n,), math.nan, device=tdev)
         full_q = self._home.repeat(n, 1)
         full_p, full_r = nan.clone(), nan.clone()
         full_q[idx], full_p[idx], full_r[idx] = q, pos_err, rot_err
-        reachable = torch.ones(n, dtype=torch.bool, device=tdev)
+        full_p[out_of_reach] = excess[out_of_reach]
+        reachable = ~out_of_reach
         reachable[idx] = score <= 1
         return ReachabilityResult(reachable.reshape(batch, k), evaluated, full_p.reshape(batch, k),
                                   full_r.reshape(batch, k), full_q.reshape(batch, k, c), list(self.joint_names))
@@ -238,11 +254,54 @@ class IKReachabilityChecker:
         """max(position error / threshold, rotation error / threshold): <= 1 means reached."""
         return torch.maximum(pos_err / thresholds[0], rot_err / thresholds[1])
 
-    def _informed_seeds(self, azimuth: torch.Tensor) -> torch.Tensor:
-        seeds = self._home.repeat(azimuth.numel(), 1)
+    def _solve_problems(self, pos: torch.Tensor, rot: torch.Tensor, azimuth: torch.Tensor,
+                        thresholds: tuple[float, float]):
+        """Stages 1 and 2 for (M,) base-frame targets -> best clamped q (M, C), errors (M,), scores (M,)."""
+        # rotation residuals weigh pos_thr / rot_thr against position ones (metres): the LM objective then
+        # trades position against orientation error the way the verdict does
+        weight = thresholds[0] / thresholds[1]
+        q, pos_err, rot_err = self._solve_and_measure(pos, rot, self._informed_seeds(pos, azimuth), weight)
+        score = self._score(pos_err, rot_err, thresholds)
+        rest = (score > 1).nonzero().squeeze(-1)
+        s = self._spread.shape[0]
+        if s and rest.numel():  # stage 2: the unreached problems from every spread seed
+            q2, p2, r2 = self._solve_and_measure(pos[rest].repeat_interleave(s, 0), rot[rest].repeat_interleave(s, 0),
+                                                 self._spread.repeat(rest.numel(), 1), weight)
+            score2 = self._score(p2, r2, thresholds).reshape(-1, s)
+            best2, arg = score2.min(dim=1)
+            pick = torch.arange(rest.numel(), device=pos.device) * s + arg
+            better = best2 < score[rest]
+            upd, pick = rest[better], pick[better]
+            q[upd], pos_err[upd], rot_err[upd] = q2[pick], p2[pick], r2[pick]
+            score[upd] = best2[better]
+        return q, pos_err, rot_err, score
+
+    def _build_seed_library(self) -> None:
+        """Solves a grid of top-down targets in the plane of azimuth 0 (reach 0.1-1.1 m from the first joint's
+        axis, height -0.6 to +1.0 m around its origin) and keeps the reached ones as stage-1 seeds."""
+        tdev = self._home.device
+        reach = torch.linspace(0.1, 1.1, 11, device=tdev)
+        height = torch.linspace(-0.6, 1.0, 9, device=tdev)
+        r, z = torch.meshgrid(reach, height, indexing="ij")
+        pos = torch.stack([r.reshape(-1), torch.zeros_like(r).reshape(-1), z.reshape(-1) + self._reach_centre[2]], -1)
+        base = torch.tensor([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]], device=tdev)
+        pos_b, rot_b, azimuth = top_down_grasp_targets(base, pos[None], 0.0, self.yaw_offset_rad)
+        q, _, _, score = self._solve_problems(pos_b[0], rot_b[0], azimuth[0], (0.01, 0.1))
+        keep = score <= 1
+        self._library_rz = torch.stack([pos_b[0, keep, 0], pos_b[0, keep, 2]], -1)
+        self._library_q = q[keep]
+
+    def _informed_seeds(self, pos: torch.Tensor, azimuth: torch.Tensor) -> torch.Tensor:
+        """Per target: the library solution nearest in (reach, height), or home, turned by the azimuth."""
+        if self._library_q.shape[0]:
+            rz = torch.stack([pos[:, :2].norm(dim=-1), pos[:, 2]], -1)
+            nearest = torch.cdist(rz, self._library_rz).argmin(dim=1)
+            seeds = self._library_q[nearest].clone()
+        else:
+            seeds = self._home.repeat(azimuth.numel(), 1)
         if self._yaw_joint is not None:
             j = self._yaw_joint
-            turned = torch.remainder(self._home[j] + azimuth + math.pi, 2 * math.pi) - math.pi
+            turned = torch.remainder(seeds[:, j] + azimuth + math.pi, 2 * math.pi) - math.pi
             seeds[:, j] = torch.clamp(turned, self._lower[j], self._upper[j])
         return seeds
 
@@ -268,11 +327,13 @@ class IKReachabilityChecker:
             quat = torch.cat([quat, quat[:1].expand(pad, 4)])
             seeds = torch.cat([seeds, seeds[:1].expand(pad, seeds.shape[1])])
         s.rotation.weight = rotation_weight
-        s.position.set_target_positions(wp.from_torch(pos.contiguous(), dtype=wp.vec3))
-        s.rotation.set_target_rotations(wp.from_torch(quat.contiguous(), dtype=wp.vec4))
-        wp.copy(s.q_in, wp.from_torch(seeds.contiguous()))
-        s.solver.step(s.q_in, s.q_out, iterations=self.iterations)
-        wp.synchronize_device(s.q_out.device)
+        # on CUDA, warp works on torch's current stream, so torch's writes and reads are ordered around it
+        stream = wp.ScopedStream(wp.stream_from_torch()) if pos.is_cuda else contextlib.nullcontext()
+        with stream:
+            s.position.set_target_positions(wp.from_torch(pos.contiguous(), dtype=wp.vec3))
+            s.rotation.set_target_rotations(wp.from_torch(quat.contiguous(), dtype=wp.vec4))
+            wp.copy(s.q_in, wp.from_torch(seeds.contiguous()))
+            s.solver.step(s.q_in, s.q_out, iterations=self.iterations)
         q = torch.clamp(wp.to_torch(s.q_out)[:m].clone(), self._lower, self._upper)
         tcp_pos, tcp_rot = self._fk.forward(q)
         return q, (tcp_pos - pos[:m]).norm(dim=-1), rotation_angle_between(tcp_rot, rot[:m])
