@@ -150,3 +150,16 @@ def test_robot_core_packages_import_no_simulator(package):
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             for m in modules:
                 assert m.split(".")[0] not in ("isaaclab", "isaacsim", "omni", "pxr"), f"{package}/{name} imports {m}"
+
+
+def test_readme_robot_example_runs_as_written():
+    import contextlib
+    import io
+    import re
+
+    with open(os.path.join(ARENA_ROOT, "README.md")) as f:
+        block = next(b for b in re.findall(r"```python\n(.*?)```", f.read(), flags=re.S) if "make_embodiment" in b)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, "README robot example", "exec"), {})
+    assert "tensor([[ True, False]])" in out.getvalue()
