@@ -227,7 +227,6 @@ RANDOM_SEEDS = range(12)
 @pytest.mark.parametrize("seed", RANDOM_SEEDS)
 def test_random_scene_valid_layouts_pass_every_relation_in_float64(seed):
     assets, used, valid, _ = solved_random_scene(seed)
-    assert valid, (seed, used)
     for cand in valid:
         fails = [f for f in check_layout(assets, cand.positions, cand.rotations, objective_tol=np.inf)]
         assert fails == [], (seed, used, cand.env_id, cand.sample_id, fails)
@@ -243,12 +242,15 @@ def test_random_scene_valid_layouts_meet_limits_positions_and_clearance_in_float
 
 
 def test_random_scenes_cover_every_relation_kind():
-    covered = set()
+    """The re-check is not vacuous: most candidates are valid, and every kind is in a scene with valid ones."""
+    covered, valid_total = set(), 0
     for seed in RANDOM_SEEDS:
         _, used, valid, _ = solved_random_scene(seed)
+        valid_total += len(valid)
         if valid:
             covered.update(used)
     assert covered == set(RANDOM_KINDS) | {"random_yaw"}, sorted(set(RANDOM_KINDS) | {"random_yaw"} - covered)
+    assert valid_total >= 0.75 * 64 * len(RANDOM_SEEDS), valid_total
 
 
 def test_checker_rejects_limits_positions_and_clearance_at_the_check_slack():
