@@ -19,7 +19,12 @@ from isaaclab_arena.assets.asset import Object
 from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
 from isaaclab_arena.relations.kernels.geometry import BIG, ensure_warp
 from isaaclab_arena.relations.kinds import KINDS, KIND_ID
-from isaaclab_arena.relations.kinds.dispatch import relation_interval, relation_violation
+from isaaclab_arena.relations.kinds.dispatch import (
+    KIND_SOURCES_DIGEST,
+    relation_interval,
+    relation_violation,
+    track_kind_sources,
+)
 from isaaclab_arena.relations.kinds.kind import KindRole, PackContext, ParamRow
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.placement_problem import VALIDATION_SLACK_M
@@ -42,11 +47,20 @@ N = 4096
 class _Compiler:
     """What ``PackContext`` writes to while a kind packs one relation (its declarations are not tested here)."""
 
-    def __init__(self):
+    def __init__(self, rng: random.Random | None = None):
+        self.rng = rng or random.Random(0)
         self.placer_params = ObjectPlacerParams()
         self.solver_params = self.placer_params.solver_params
         self.pinned = np.zeros((2, 3), bool)
         self.exempt, self.pair_clearance = set(), {}
+
+    def random_half_ranges(self, k: int) -> tuple[float, float, float]:
+        """Random RandomAroundSolution half ranges (they widen what some checks accept)."""
+        return tuple(self.rng.choice([0.0, self.rng.uniform(0.0, 0.05)]) for _ in range(3))
+
+    def chain_room(self, k: int, of: str) -> list[float]:
+        """Random room for a NextTo chain (it only shrinks the solver's target)."""
+        return [self.rng.choice([0.0, self.rng.uniform(0.0, 0.1)]) for _ in range(4)]
 
 
 def _box(rng: random.Random, name: str) -> Object:
@@ -90,7 +104,7 @@ def _rows(kind, rng):
     for _ in range(N):
         parent, subject = _box(rng, "parent"), _box(rng, "subject")
         rel = _random_relation(kind.relation, rng, parent)
-        packed = kind.pack(rel, PackContext(_Compiler(), 0, 1))
+        packed = kind.pack(rel, PackContext(_Compiler(rng), 0, 1))
         ints.append((packed.axis, packed.flag))
         rows.append(kind.columns.row(packed.values, 1.0))
         c = np.array([rng.uniform(-0.5, 0.5), rng.uniform(-0.5, 0.5), rng.uniform(0.0, 1.0)])
@@ -183,6 +197,8 @@ def _penalty_check(kind: int, ints: wp.array(dtype=wp.vec2i), f: wp.array(dtype=
     excess[i] = ex
 
 
+track_kind_sources(__name__)  # this module's test kernels call the generated dispatch
+
 _PENALTY_IDS = [i for i, k in enumerate(KINDS) if k.role == KindRole.PENALTY]
 _PENALTY_FUNCS = [KINDS[i].penalty for i in _PENALTY_IDS]
 
@@ -204,3 +220,14 @@ def test_every_pose_the_solver_accepts_passes_the_check(kind):
     assert 0.1 < accepted.mean() < 0.95, f"{kind.name}: random poses should land on both sides"
     assert not (accepted & (e > VALIDATION_SLACK_M)).any(), f"{kind.name}: a pose the solver accepts fails the check"
     assert (e[~accepted] > -BIG).all()
+
+
+def test_kernel_modules_are_keyed_on_the_kinds_sources():
+    """Warp resolves the dispatch's functions after its cache lookup; every kernel module using the dispatch
+    carries a digest of the kinds' and kernels' sources in its options (part of warp's cache key)."""
+    import importlib
+
+    for name in ("solve_init", "solve_iterate", "solve_finalize", "solve_prepare", "validate"):
+        module = importlib.import_module(f"isaaclab_arena.relations.kernels.{name}")
+        assert wp.get_module_options(module)["arena_kind_sources"] == KIND_SOURCES_DIGEST
+    assert len(KIND_SOURCES_DIGEST) == 16

@@ -10,6 +10,7 @@ import torch
 
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 from isaaclab_arena.relations.relations import (
     AlignWith,
     AtPosition,
@@ -213,12 +214,19 @@ def test_at_position_and_box_limits():
     for r in solve([t, a, b]):
         assert r.positions["a"][:2] == pytest.approx((0.2, -0.1), abs=1e-6)
         assert -0.3 - 1e-6 <= r.positions["b"][0] <= -0.1 + 1e-6 and r.positions["b"][1] >= 0.1 - 1e-6
-    # objectives only: the layout's loss grows with the miss, no check rejects it
+    # the at_position and position_limits checks reject a miss, naming the relation and the metres; the loss
+    # grows with it
     pl = placer()
     far = pl.validate_poses([t, a, b], {"a": (0.0, -0.1, TOP + 0.06), "b": (0.0, 0.2, TOP + 0.06)})
     near = pl.validate_poses([t, a, b], {"a": (0.2, -0.1, TOP + 0.06), "b": (-0.2, 0.2, TOP + 0.06)})
-    assert bool(far.passed[0]) and float(far.loss[0]) == pytest.approx(100 * 0.2 + 100 * 0.1, rel=1e-4)
-    assert float(near.loss[0]) == 0.0
+    assert not bool(far.passed[0]) and float(far.loss[0]) == pytest.approx(100 * 0.2 + 100 * 0.1, rel=1e-4)
+    assert not bool(far.check_results["at_position"][0]) and not bool(far.check_results["position_limits"][0])
+    assert bool(near.passed[0]) and float(near.loss[0]) == 0.0
+    ok, recs = reject([t, a, b], {"a": (0.0, -0.1, TOP + 0.06), "b": (0.0, 0.2, TOP + 0.06)})
+    assert one(recs, "at_position").cause == "'a' at_position(): off the requested coordinates"
+    assert one(recs, "at_position").violation_m == pytest.approx(0.2, abs=1e-6)
+    assert one(recs, "position_limits").cause == "'b' position_limits_box(): outside the position limits"
+    assert one(recs, "position_limits").violation_m == pytest.approx(0.1, abs=1e-6)
 
 
 def test_cylindrical_limits():
@@ -228,6 +236,39 @@ def test_cylindrical_limits():
     for r in solve([t, a], num_envs=8):
         x, y, _ = r.positions["a"]
         assert 0.1 - 1e-5 <= math.hypot(x - 0.1, y - 0.1) <= 0.15 + 1e-5
+    z = TOP + 0.035
+    ok, recs = reject([t, a], {"a": (0.1, 0.15, z)})  # 5 cm from the centre: inside radius_min
+    assert not ok["position_limits"]
+    assert one(recs, "position_limits").cause == "'a' position_limits_cylindrical(): inside radius_min"
+    assert one(recs, "position_limits").violation_m == pytest.approx(0.05, abs=1e-5)
+    ok, recs = reject([t, a], {"a": (0.3, 0.1, z)})  # 20 cm: outside radius_max
+    assert one(recs, "position_limits").cause == "'a' position_limits_cylindrical(): outside radius_max"
+    assert ok["position_limits"] is False and reject([t, a], {"a": (0.22, 0.1, z)})[0]["position_limits"]
+
+
+def test_clearance_check_keeps_placed_pairs_apart_but_lets_objects_touch_anchors():
+    t = table()
+    a = on_table(t, "a", (0.1, 0.1, 0.1))
+    b = on_table(t, "b", (0.1, 0.1, 0.1))
+    z = TOP + 0.06
+    # 5 mm apart: no overlap, but closer than the default 1 cm clearance
+    ok, recs = reject([t, a, b], {"a": (0.0, 0.0, z), "b": (0.105, 0.0, z)})
+    assert ok["no_overlap"] and not ok["clearance"]
+    assert one(recs, "clearance").cause == "'a' and 'b' closer than their clearance"
+    assert one(recs, "clearance").violation_m == pytest.approx(0.005, abs=1e-6)
+    assert reject([t, a, b], {"a": (0.0, 0.0, z), "b": (0.111, 0.0, z)})[0]["clearance"]
+    # a clearance of 0 accepts touching; a NextTo pair only needs its own gap (3 cm < 5 cm clearance)
+    assert reject([t, a, b], {"a": (0.0, 0.0, z), "b": (0.1, 0.0, z)},
+                  solver_params=RelationSolverParams(clearance_m=0.0))[0]["clearance"]
+    c = on_table(t, "c", (0.1, 0.1, 0.1), NextTo(a, side=Side.POSITIVE_X, distance_m=0.03))
+    ok, _ = reject([t, a, c], {"a": (0.0, 0.0, z), "c": (0.131, 0.0, z)},
+                   solver_params=RelationSolverParams(clearance_m=0.05))
+    assert ok["clearance"] and ok["next_to"]
+    # every solved layout keeps the clearance between placed objects
+    for r in solve([t, a, b], num_envs=8):
+        gap = abs(r.positions["a"][0] - r.positions["b"][0]) - 0.1
+        gap_y = abs(r.positions["a"][1] - r.positions["b"][1]) - 0.1
+        assert max(gap, gap_y) >= 0.01 - 1e-6
 
 
 def test_align_with_solved_and_rejected():
@@ -454,7 +495,9 @@ def test_face_to_near_support_edge_keeps_turned_footprint_inside_inset():
     t = table()
     cam = cuboid("cam", (0.2, 0.04, 0.05))
     cam.add_relation(On(t, edge_margin_m=0.02))
-    cam.add_relation(PositionLimitsBox(y_limits=(0.3, None)))
+    # y >= 0.25: the cam faces the target below it, so its turned footprint spans 0.2 m along Y and its origin
+    # can only lie in [0.25, 0.28]
+    cam.add_relation(PositionLimitsBox(y_limits=(0.25, None)))
     target = on_table(t, "target", (0.06, 0.06, 0.06), NextTo(cam, side=Side.NEGATIVE_Y, distance_m=0.05))
     cam.add_relation(FaceTo(target))
     assets = [t, cam, target]

@@ -27,7 +27,8 @@ from isaaclab_arena.relations.kernels.tables import (
 )
 from isaaclab_arena.relations.feasibility import check_feasibility
 from isaaclab_arena.relations.kinds import KIND_ID, KINDS, kind_of, priority_of
-from isaaclab_arena.relations.kinds.kind import KindRole, PackContext, ParamRow
+from isaaclab_arena.relations.chain_room import ChainRooms, turns
+from isaaclab_arena.relations.kinds.kind import ROW_WIDTH, KindRole, PackContext, ParamRow
 from isaaclab_arena.relations.placement_problem import (
     VALIDATION_SLACK_M,
     CompiledRelation,
@@ -148,6 +149,7 @@ class _SceneCompiler:
         self.index = {a.name: k for k, a in enumerate(self.objects)}
         self.n_mov, self.n_all = len(self.movables), len(self.objects)
         self.pinned = np.zeros((self.n_mov, 3), bool)
+        self._rooms = None
         self.exempt: set[tuple[int, int]] = set()
         self.pair_clearance: dict[tuple[int, int], float] = {}
 
@@ -160,6 +162,7 @@ class _SceneCompiler:
         for k, a in enumerate(self.objects):
             for e, box in enumerate(_member_boxes(a, E, self.placement_seed)):
                 local_lo[e, k], local_hi[e, k] = box.min_point, box.max_point
+        self._local = (local_lo, local_hi)
         n_fix = len(self.fixed)
         fixed_lo = np.zeros((E, max(n_fix, 1), 3), np.float64)
         fixed_hi = np.zeros((E, max(n_fix, 1), 3), np.float64)
@@ -171,6 +174,21 @@ class _SceneCompiler:
                     cache[key] = _rotated_aabb(key[0], key[1], pose.position_xyz, pose.rotation_xyzw)
                 fixed_lo[e, f], fixed_hi[e, f] = cache[key]
         return local_lo, local_hi, fixed_lo, fixed_hi
+
+    def chain_room(self, k: int, of: str) -> list[float]:
+        """``ChainRooms.footprint`` / ``.origin`` of movable k (computed once per compile)."""
+        if self._rooms is None:
+            local_lo, local_hi = self._local
+            rooms = ChainRooms(self.movables, local_lo, local_hi,
+                               [turns(a, self.placer_params.random_yaw_init) for a in self.movables])
+            self._rooms = {"footprint": [rooms.footprint(i) for i in range(self.n_mov)],
+                           "origin": [rooms.origin(i) for i in range(self.n_mov)]}
+        return self._rooms[of][k]
+
+    def random_half_ranges(self, k: int) -> tuple[float, float, float]:
+        """Movable k's RandomAroundSolution position half ranges (x, y, z metres; zeros without one)."""
+        rnd = self.movables[k].random_around_solution
+        return (0.0, 0.0, 0.0) if rnd is None else (rnd.x_half_m, rnd.y_half_m, rnd.z_half_m)
 
     # -- relations ------------------------------------------------------------------------------------
     def relation_rows(self):
@@ -332,7 +350,7 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
         T.obj_i = _device_array(obj_i, vec12i, 12, device, keep)
         T.obj_f = _device_array(obj_f, vec10f, 10, device, keep)
         T.rel_i = _device_array(ints, vec6i, 6, device, keep)
-        T.rel_f = _device_array(floats, ParamRow, 8, device, keep)
+        T.rel_f = _device_array(floats, ParamRow, ROW_WIDTH, device, keep)
         T.proj = _device_array(proj_flat, int, None, device, keep)
         T.adj = _device_array(adj_flat, int, None, device, keep)
         T.pair_i = _device_array(pairs, wp.vec2i, 2, device, keep)

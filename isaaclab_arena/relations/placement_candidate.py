@@ -70,6 +70,8 @@ class PlacementCandidateBatch:
         relation_excess / relation_cause: (B, R) per compiled relation: metres beyond what its check accepts
             (<= 0 passing) and its kind's cause code (0 none).
         overlap_pair / overlap_depth: (B,) index of the most-penetrating no_overlap pair and its depth (m).
+        clearance_pair / clearance_depth: (B,) the pair of two placed objects most inside their clearance and
+            how far inside (m; <= 0 when every such pair keeps it; pair -1 when there is none).
         builtin_verdicts: (B, K) bool verdict of each built-in check (``kinds.CHECK_SLOTS`` order).
         builtin_fail_bits: (B,) int32, bit s set when built-in check slot s failed.
         position_history: With ``RelationSolverParams.save_position_history``: (B, S, n, 3) float32 env-local
@@ -88,6 +90,8 @@ class PlacementCandidateBatch:
     relation_cause: torch.Tensor | None = None
     overlap_pair: torch.Tensor | None = None
     overlap_depth: torch.Tensor | None = None
+    clearance_pair: torch.Tensor | None = None
+    clearance_depth: torch.Tensor | None = None
     builtin_verdicts: torch.Tensor | None = None
     builtin_fail_bits: torch.Tensor | None = None
     position_history: torch.Tensor | None = None
@@ -134,7 +138,8 @@ class PlacementCandidateBatch:
                        positions=self.positions[index], rotations=self.rotations[index], loss=pick(self.loss),
                        iterations=pick(self.iterations), relation_excess=pick(self.relation_excess),
                        relation_cause=pick(self.relation_cause), overlap_pair=pick(self.overlap_pair),
-                       overlap_depth=pick(self.overlap_depth), builtin_verdicts=pick(self.builtin_verdicts),
+                       overlap_depth=pick(self.overlap_depth), clearance_pair=pick(self.clearance_pair),
+                       clearance_depth=pick(self.clearance_depth), builtin_verdicts=pick(self.builtin_verdicts),
                        builtin_fail_bits=pick(self.builtin_fail_bits), position_history=pick(self.position_history))
 
 

@@ -65,28 +65,43 @@ def _failed_masks(vb: ValidatedBatch) -> dict[str, torch.Tensor]:
     return {c: (~v.verdicts[c] & v.evaluated_mask(c)).cpu() for c in v.checks}
 
 
+#: Pair checks: the batch fields holding each candidate's worst pair and its depth, and the cause text.
+PAIR_CHECKS = {"no_overlap": ("overlap_pair", "overlap_depth", "'{a}' overlaps '{b}'"),
+               "clearance": ("clearance_pair", "clearance_depth", "'{a}' and '{b}' closer than their clearance")}
+
+
+def _pair_failures(vb: ValidatedBatch, failed: dict[str, torch.Tensor]) -> dict[str, tuple]:
+    """check -> (candidate idx, pair, depth) of the failing candidates of each pair check; host tensors."""
+    b = vb.solved
+    out = {}
+    for check, (pair_field, depth_field, _) in PAIR_CHECKS.items():
+        bad, depth = failed.get(check), getattr(b, depth_field)
+        if bad is None or depth is None:
+            continue
+        idx = (bad & (depth.cpu() > b.problem.slack)).nonzero().flatten()
+        out[check] = (idx, getattr(b, pair_field).cpu().long()[idx], depth.cpu().float()[idx])
+    return out
+
+
 def _relation_failures(vb: ValidatedBatch, failed: dict[str, torch.Tensor]):
     """(candidate idx, relation idx, cause code, excess) of every relation whose check failed for that
-    candidate, and the no_overlap failures (candidate idx, pair, depth); host tensors."""
+    candidate; host tensors (None without relations)."""
     b = vb.solved
     problem = b.problem
-    ov = failed.get("no_overlap")
-    if ov is not None and b.overlap_depth is not None:
-        ov = ov & (b.overlap_depth.cpu() > problem.slack)
-        ov_idx = ov.nonzero().flatten()
-        ov_out = (ov_idx, b.overlap_pair.cpu().long()[ov_idx], b.overlap_depth.cpu().float()[ov_idx])
-    else:
-        ov_out = None
-    rel_out = None
-    if problem.num_relations and b.relation_cause is not None:
-        cause = b.relation_cause.cpu().long()
-        col_failed = torch.zeros_like(cause, dtype=torch.bool)
-        for r, rel in enumerate(problem.relations):  # a relation counts only where its check failed
-            if rel.check in failed:
-                col_failed[:, r] = failed[rel.check]
-        bi, ri = ((cause != 0) & col_failed).nonzero(as_tuple=True)
-        rel_out = (bi, ri, cause[bi, ri], b.relation_excess.cpu().float()[bi, ri])
-    return ov_out, rel_out
+    if not problem.num_relations or b.relation_cause is None:
+        return None
+    cause = b.relation_cause.cpu().long()
+    col_failed = torch.zeros_like(cause, dtype=torch.bool)
+    for r, rel in enumerate(problem.relations):  # a relation counts only where its check failed
+        if rel.check in failed:
+            col_failed[:, r] = failed[rel.check]
+    bi, ri = ((cause != 0) & col_failed).nonzero(as_tuple=True)
+    return bi, ri, cause[bi, ri], b.relation_excess.cpu().float()[bi, ri]
+
+
+def _pair_text(problem, check: str, k: int) -> str:
+    a, b = problem.pair_names(k)
+    return PAIR_CHECKS[check][2].format(a=a, b=b)
 
 
 def _group_max(keys: torch.Tensor, values: torch.Tensor):
@@ -105,15 +120,15 @@ def rejection_causes(vb: ValidatedBatch) -> list[RejectionCause]:
     problem = vb.problem
     env_ids = vb.env_ids.cpu()
     failed = _failed_masks(vb)
-    ov, rel = _relation_failures(vb, failed)
+    rel = _relation_failures(vb, failed)
     out: list[RejectionCause] = []
     named: set[str] = set()
-    if ov is not None and ov[0].numel():
-        named.add("no_overlap")
-        uniq, counts, best, arg = _group_max(ov[1], ov[2])
-        for k, n, v, a in zip(uniq.tolist(), counts.tolist(), best.tolist(), arg.tolist()):
-            a_name, b_name = problem.pair_names(k)
-            out.append(RejectionCause("no_overlap", f"'{a_name}' overlaps '{b_name}'", n, v, int(env_ids[ov[0][a]])))
+    for check, (idx, pairs, depth) in _pair_failures(vb, failed).items():
+        if idx.numel():
+            named.add(check)
+            uniq, counts, best, arg = _group_max(pairs, depth)
+            for k, n, v, a in zip(uniq.tolist(), counts.tolist(), best.tolist(), arg.tolist()):
+                out.append(RejectionCause(check, _pair_text(problem, check, k), n, v, int(env_ids[idx[a]])))
     if rel is not None and rel[0].numel():
         bi, ri, code, excess = rel
         width = int(code.max()) + 1
@@ -138,12 +153,11 @@ def rejection_records(vb: ValidatedBatch) -> list[RejectionRecord]:
     problem = vb.problem
     env = vb.env_ids.cpu().tolist()
     failed = _failed_masks(vb)
-    ov, rel = _relation_failures(vb, failed)
+    rel = _relation_failures(vb, failed)
     out: list[RejectionRecord] = []
-    if ov is not None:
-        for b, k, d in zip(*(t.tolist() for t in ov)):
-            a_name, b_name = problem.pair_names(k)
-            out.append(RejectionRecord(b, env[b], "no_overlap", f"'{a_name}' overlaps '{b_name}'", d))
+    for check, fails in _pair_failures(vb, failed).items():
+        for b, k, d in zip(*(t.tolist() for t in fails)):
+            out.append(RejectionRecord(b, env[b], check, _pair_text(problem, check, k), d))
     if rel is not None:
         for b, r, c, x in zip(*(t.tolist() for t in rel)):
             cr = problem.relations[r]

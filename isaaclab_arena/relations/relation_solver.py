@@ -59,12 +59,13 @@ class OutputBuffers:
     """One flat int32 buffer (float fields viewed as float32) and one bool buffer holding every output of a
     batch of B candidates; ``views`` cuts them into named tensors."""
 
-    FLOATS = {"pos", "rot", "loss", "excess", "ovd"}
+    FLOATS = {"pos", "rot", "loss", "excess", "ovd", "cld"}
 
     def __init__(self, b: int, n: int, r: int, device):
         self.b = b
         self.shapes = {"pos": (b, n, 3), "rot": (b, n, 4), "loss": (b,), "iters": (b,), "bits": (b,),
-                       "excess": (b, r), "cause": (b, r), "ovp": (b,), "ovd": (b,)}
+                       "excess": (b, r), "cause": (b, r), "ovp": (b,), "ovd": (b,), "clp": (b,),
+                       "cld": (b,)}
         self.slices, off = {}, 0
         for name, shape in self.shapes.items():
             size = math.prod(shape)
@@ -94,6 +95,7 @@ class OutputBuffers:
             device, rel_excess=wp.from_torch(v["excess"][r0:r1]), rel_cause=wp.from_torch(v["cause"][r0:r1]),
             checks=wp.from_torch(v["checks"][r0:r1]), fail_bits=wp.from_torch(v["bits"][r0:r1]),
             ov_pair=wp.from_torch(v["ovp"][r0:r1]), ov_depth=wp.from_torch(v["ovd"][r0:r1]),
+            cl_pair=wp.from_torch(v["clp"][r0:r1]), cl_depth=wp.from_torch(v["cld"][r0:r1]),
             loss=wp.from_torch(v["loss"][r0:r1]), iters=wp.from_torch(v["iters"][r0:r1]), pending=pending,
             history=None if history is None else wp.from_torch(history[r0:r1], dtype=wp.vec3))
 
@@ -106,7 +108,8 @@ def batch_from_outputs(problem, env_ids, draw_ids, v: dict, history, evaluated: 
     return PlacementCandidateBatch(
         problem=problem, env_ids=env_ids, draw_ids=draw_ids, positions=v["pos"][:, :n], rotations=v["rot"][:, :n],
         loss=v["loss"], iterations=v["iters"], relation_excess=v["excess"][:, :r], relation_cause=v["cause"][:, :r],
-        overlap_pair=v["ovp"], overlap_depth=v["ovd"], builtin_verdicts=v["checks"], builtin_fail_bits=v["bits"],
+        overlap_pair=v["ovp"], overlap_depth=v["ovd"], clearance_pair=v["clp"], clearance_depth=v["cld"],
+        builtin_verdicts=v["checks"], builtin_fail_bits=v["bits"],
         position_history=history)
 
 

@@ -123,6 +123,31 @@ def all_relations_scene() -> list:
     return [t, obstacle, plate, cup, jar, box, camera, board, ball]
 
 
+def next_to_chain_scene(n: int = 4) -> list:
+    """A chain of ``n`` boxes On the table, each NextTo the previous one on +X (5 cm gap) at a cross-position
+    ratio of 0.5 (chain4)."""
+    t = table()
+    sizes = [(0.12, 0.10, 0.08), (0.08, 0.14, 0.06), (0.10, 0.08, 0.10), (0.06, 0.06, 0.12), (0.14, 0.12, 0.05)]
+    out = [t, on_table(t, "link0", sizes[0])]
+    for k in range(1, n):
+        out.append(on_table(t, f"link{k}", sizes[k % len(sizes)],
+                            NextTo(out[-1], side=Side.POSITIVE_X, distance_m=0.05, cross_position_ratio=0.5)))
+    return out
+
+
+def aligned_row_scene(n: int = 5) -> list:
+    """A row of ``n`` boxes On the table inside x in [-0.5, 0.5], y in [-0.3, 0.3]: each NextTo the previous one
+    on +X (4 cm gap) and AlignWith it along Y (row5)."""
+    t = table()
+    limits = PositionLimitsBox(x_limits=(-0.5, 0.5), y_limits=(-0.3, 0.3))
+    out = [t, on_table(t, "row0", (0.10, 0.10, 0.08), limits)]
+    for k in range(1, n):
+        out.append(on_table(t, f"row{k}", (0.10, 0.08 + 0.01 * (k % 3), 0.08), limits,
+                            NextTo(out[-1], side=Side.POSITIVE_X, distance_m=0.04),
+                            AlignWith(out[-1], axis="y", tolerance_m=0.01)))
+    return out
+
+
 SCENES = {
     "boxes3": lambda: boxes_scene(3),
     "boxes10": lambda: boxes_scene(10),
@@ -131,4 +156,9 @@ SCENES = {
     "all_relations": all_relations_scene,
     "clutter": clutter_scene,
     "clutter_bin": bin_clutter_scene,
+    "chain4": next_to_chain_scene,
+    "row5": aligned_row_scene,
 }
+#: Placer settings a scene is benchmarked with beyond the defaults (chain4_yaw: the chain with random yaw).
+SCENE_PLACER_PARAMS = {"chain4_yaw": {"random_yaw_init": True}}
+SCENES["chain4_yaw"] = next_to_chain_scene

@@ -18,7 +18,14 @@ from isaaclab_arena.relations.kernels.tables import (
     SolveOutputs,
     obj_bounds,
 )
-from isaaclab_arena.relations.kinds.dispatch import NUM_KINDS, NUM_SLOTS, SLOTS, VIOLATION_FUNCS
+from isaaclab_arena.relations.kinds.dispatch import (
+    NUM_KINDS,
+    NUM_SLOTS,
+    SLOT_CLEARANCE,
+    SLOT_NO_OVERLAP,
+    SLOTS,
+    VIOLATION_FUNCS,
+)
 from isaaclab_arena.relations.kinds.kind import WEIGHT
 
 
@@ -38,6 +45,8 @@ def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write:
     loss = float(0.0)
     worst = float(-BIG)
     wk = int(-1)
+    worst_c = float(-BIG)
+    wkc = int(-1)
     for k in range(T.n_pairs):
         ij = T.pair_i[k]
         lo_i, hi_i = obj_bounds(T, S, b, e, ij[0])
@@ -49,9 +58,14 @@ def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write:
         dc = overlap_depth(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][PF_CLEARANCE])
         if dc > 0.0:
             loss += T.pair_w * dc
+        if ij[1] < T.n_mov and dc > worst_c:  # clearance: pairs of two relation-placed objects
+            worst_c = dc
+            wkc = k
     fails = int(0)  # bit s set: check slot s failed
     if not passes(worst, slack):
-        fails = 1
+        fails = fails | (1 << SLOT_NO_OVERLAP)
+    if not passes(worst_c, slack):
+        fails = fails | (1 << SLOT_CLEARANCE)
     for kid in range(wp.static(NUM_KINDS)):
         for r in range(T.kind_start[kid], T.kind_start[kid + 1]):
             ri = T.rel_i[r]
@@ -74,6 +88,8 @@ def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write:
     if write != 0:
         O.ov_pair[b] = wk
         O.ov_depth[b] = worst
+        O.cl_pair[b] = wkc
+        O.cl_depth[b] = worst_c
         O.fail_bits[b] = fails
         for s in range(NUM_SLOTS):
             O.checks[b, s] = (fails & (1 << s)) == 0

@@ -18,7 +18,12 @@ from isaaclab_arena.relations.kernels.tables import (
     SceneTables,
     obj_bounds,
 )
-from isaaclab_arena.relations.kinds.dispatch import INTERVAL_IDS, PENALTY_FUNCS, PENALTY_IDS, PUSH_FUNCS
+from isaaclab_arena.relations.kinds.dispatch import (
+    INTERVAL_IDS,
+    PENALTY_FUNCS,
+    PENALTY_IDS,
+    PUSH_FUNCS,
+)
 from isaaclab_arena.relations.kinds.kind import WEIGHT
 
 
@@ -70,8 +75,8 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
               accumulate: int):
     """(largest violation of the penalised terms in metres (<= 0: all satisfied), penalty loss: the sum of
     slope x weight x positive violation over those terms). With ``accumulate`` adds the push directions to
-    S.g. ``check_level`` uses the checks' thresholds (no pair clearance, the kinds' allowances) instead of
-    the solver's."""
+    S.g. ``check_level`` uses the checks' thresholds (no clearance to fixed objects, the kinds' allowances)
+    instead of the solver's."""
     vmax = float(-BIG)
     loss = float(0.0)
     for k in range(T.n_pairs):
@@ -81,8 +86,8 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
         lo_i, hi_i = obj_bounds(T, S, b, e, i)
         lo_j, hi_j = obj_bounds(T, S, b, e, j)
         c = T.pair_f[k][PF_CLEARANCE]
-        if check_level != 0:
-            c = 0.0
+        if check_level != 0 and j >= T.n_mov:
+            c = 0.0  # the checks: a fixed object may be touched (no_overlap); two placed ones keep clearance
         o = box_overlaps(lo_i, hi_i, lo_j, hi_j, c)
         d = vmin3(o)
         vmax = wp.max(vmax, d)

@@ -22,9 +22,10 @@ from isaaclab_arena.relations.kinds.dispatch import relation_interval
 
 
 @wp.func
-def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio: int):
-    """Moves object i's origin onto the intersection of its relation intervals (the highest-priority
-    interval alone where they conflict on an axis) and records the interval used per axis."""
+def object_interval(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio: int):
+    """The per-axis range (lo, hi) of object i's origin that its INTERVAL relations allow: their
+    intersection, or the highest-priority interval alone where they conflict on an axis (its midpoint when
+    even that one is empty); +-BIG where no relation constrains the axis."""
     olo = S.olo[b, i]
     ohi = S.ohi[b, i]
     lo_all = wp.vec3(-BIG)
@@ -43,21 +44,28 @@ def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio:
                 hi_all[a] = wp.min(hi_all[a], hi[a])
                 lo_pri[a] = lo[a]
                 hi_pri[a] = hi[a]
+    for a in range(3):
+        if lo_all[a] > hi_all[a]:
+            if lo_pri[a] <= hi_pri[a]:
+                lo_all[a] = lo_pri[a]
+                hi_all[a] = hi_pri[a]
+            else:
+                m = 0.5 * (lo_pri[a] + hi_pri[a])
+                lo_all[a] = m
+                hi_all[a] = m
+    return lo_all, hi_all
+
+
+@wp.func
+def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio: int):
+    """Clamps object i's origin into ``object_interval`` and records the interval used per axis."""
+    lo, hi = object_interval(T, S, b, e, i, at_ratio)
     p = S.x[b, i]
     for a in range(3):
-        if lo_all[a] <= hi_all[a]:
-            p[a] = wp.clamp(p[a], lo_all[a], hi_all[a])
-        elif lo_pri[a] <= hi_pri[a]:
-            p[a] = wp.clamp(p[a], lo_pri[a], hi_pri[a])
-            lo_all[a] = lo_pri[a]
-            hi_all[a] = hi_pri[a]
-        else:
-            p[a] = 0.5 * (lo_pri[a] + hi_pri[a])
-            lo_all[a] = p[a]
-            hi_all[a] = p[a]
+        p[a] = wp.clamp(p[a], lo[a], hi[a])
     S.x[b, i] = p
-    S.ilo[b, i] = lo_all
-    S.ihi[b, i] = hi_all
+    S.ilo[b, i] = lo
+    S.ihi[b, i] = hi
 
 
 @wp.func

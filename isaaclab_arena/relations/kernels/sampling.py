@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.geometry import box_overlaps, candidate_rng, vmin3
+from isaaclab_arena.relations.kernels.geometry import (
+    BIG,
+    box_overlaps,
+    candidate_rng,
+    vmin3,
+)
 from isaaclab_arena.relations.kernels.penalties import worst_penalty_subject
+from isaaclab_arena.relations.kernels.projection import object_interval
 from isaaclab_arena.relations.kernels.tables import (
     OI_ADJ0,
     OI_ADJ1,
@@ -111,17 +117,28 @@ def clutter_miss(T: SceneTables, S: CandidateState, b: int, e: int, r: int) -> f
 
 
 @wp.func
-def draw_on_support(st: wp.uint32, slo: wp.vec3, shi: wp.vec3, olo: wp.vec3, ohi: wp.vec3, p: wp.vec3):
-    """(``p`` with its X/Y redrawn so that the object's box centre is uniform over the support's footprint
-    shrunk by the object's half size (the centre of the support when the object is wider), the advanced
-    random state: callers must keep using the returned state)."""
-    for a in range(2):
-        lo_c = slo[a] + 0.5 * (ohi[a] - olo[a])
-        hi_c = shi[a] - 0.5 * (ohi[a] - olo[a])
-        cc = 0.5 * (lo_c + hi_c)
-        if lo_c < hi_c:
-            cc = wp.randf(st, lo_c, hi_c)
-        p[a] = cc - 0.5 * (olo[a] + ohi[a])
+def draw_pose(st: wp.uint32, lo: wp.vec3, hi: wp.vec3, slo: wp.vec3, shi: wp.vec3, olo: wp.vec3, ohi: wp.vec3):
+    """(an origin drawn uniformly over what the object's relations allow, the advanced random state: callers
+    must keep using the returned state).
+
+    On an axis its INTERVAL relations bound (``[lo, hi]``, e.g. a support's inset footprint minus the
+    object's extent, a NextTo gap band) the origin is uniform in that interval, so draws cover exactly the
+    feasible region and never pile up on its border; on X/Y axes no relation bounds, the object's box centre
+    is uniform over the support footprint [slo, shi] shrunk by its half size (its centre when wider); Z
+    unbounded rests the object's bottom on the support top."""
+    p = wp.vec3(0.0, 0.0, shi[2] - olo[2])
+    for a in range(3):
+        if lo[a] > -BIG and hi[a] < BIG:
+            p[a] = lo[a]
+            if lo[a] < hi[a]:
+                p[a] = wp.randf(st, lo[a], hi[a])
+        elif a < 2:
+            lo_c = slo[a] + 0.5 * (ohi[a] - olo[a])
+            hi_c = shi[a] - 0.5 * (ohi[a] - olo[a])
+            cc = 0.5 * (lo_c + hi_c)
+            if lo_c < hi_c:
+                cc = wp.randf(st, lo_c, hi_c)
+            p[a] = cc - 0.5 * (olo[a] + ohi[a])
     return p, st
 
 
@@ -166,6 +183,7 @@ def kick(T: SceneTables, S: CandidateState, b: int, e: int, seed: int, draw: int
     if T.obj_i[o][OI_CLUTTER] >= 0:
         return 0
     slo, shi = obj_bounds(T, S, b, e, T.obj_i[o][OI_SUPPORT])
-    p, st = draw_on_support(st, slo, shi, S.olo[b, o], S.ohi[b, o], S.x[b, o])
+    lo, hi = object_interval(T, S, b, e, o, 0)
+    p, st = draw_pose(st, lo, hi, slo, shi, S.olo[b, o], S.ohi[b, o])
     S.x[b, o] = p
     return 1

@@ -5,7 +5,11 @@ from __future__ import annotations
 import warp as wp
 
 from isaaclab_arena.relations.kernels.evaluate import evaluate_candidate
-from isaaclab_arena.relations.kernels.geometry import candidate_rng, rotated_offsets, rpy_quat
+from isaaclab_arena.relations.kernels.geometry import (
+    candidate_rng,
+    rotated_offsets,
+    rpy_quat,
+)
 from isaaclab_arena.relations.kernels.poses import face_to_update
 from isaaclab_arena.relations.kernels.projection import project
 from isaaclab_arena.relations.kernels.settings import SolveSettings
@@ -18,7 +22,7 @@ from isaaclab_arena.relations.kernels.tables import (
     SceneTables,
     SolveOutputs,
 )
-from isaaclab_arena.relations.kinds.dispatch import FACE_TO
+from isaaclab_arena.relations.kinds.dispatch import FACE_TO, track_kind_sources
 
 FACE_ROUNDS = wp.constant(32)  # most heading / projection rounds after solving (FaceTo scenes)
 
@@ -83,3 +87,6 @@ def finalize_kernel(
     if solved_loss >= 0.0:
         loss = solved_loss
     O.loss[b] = loss
+
+
+track_kind_sources(__name__)

@@ -10,11 +10,15 @@ import warp as wp
 
 from isaaclab_arena.relations.kernels.geometry import BIG, PI, candidate_rng, yaw_quat
 from isaaclab_arena.relations.kernels.poses import face_to_update, solver_offsets
-from isaaclab_arena.relations.kernels.projection import project, repair_shift
+from isaaclab_arena.relations.kernels.projection import (
+    object_interval,
+    project,
+    repair_shift,
+)
 from isaaclab_arena.relations.kernels.sampling import (
     clutter_miss,
     clutter_raise,
-    draw_on_support,
+    draw_pose,
     placed_penetration,
     placed_relation_penalty,
 )
@@ -38,6 +42,7 @@ from isaaclab_arena.relations.kernels.tables import (
     obj_bounds,
 )
 from isaaclab_arena.relations.kinds import clutter_on
+from isaaclab_arena.relations.kinds.dispatch import track_kind_sources
 
 
 @wp.kernel(enable_backward=False)
@@ -99,13 +104,8 @@ def init_kernel(
                 S.olo[b, i] = lo
                 S.ohi[b, i] = hi
             slo, shi = obj_bounds(T, S, b, e, oi[OI_SUPPORT])
-            top = shi[2]
-            if cl >= 0:
-                f = T.rel_f[cl]
-                slo, shi = clutter_on.region(slo, shi, f[clutter_on.SPREAD], f[clutter_on.MARGIN])
-            olo = S.olo[b, i]
-            ohi = S.ohi[b, i]
-            p, st = draw_on_support(st, slo, shi, olo, ohi, wp.vec3(0.0, 0.0, top - olo[2]))
+            lo, hi = object_interval(T, S, b, e, i, 1)
+            p, st = draw_pose(st, lo, hi, slo, shi, S.olo[b, i], S.ohi[b, i])
             S.x[b, i] = p
             if oi[OI_YAW] == YAW_FACE_TO:
                 face_to_update(T, S, b, e)
@@ -152,3 +152,6 @@ def init_kernel(
     for i in range(n):
         S.m[b, i] = zero
         S.v[b, i] = zero
+
+
+track_kind_sources(__name__)

@@ -18,7 +18,7 @@ from isaaclab_arena.relations.kernels.tables import (
     SceneTables,
     SolveOutputs,
 )
-from isaaclab_arena.relations.kinds.dispatch import FACE_TO
+from isaaclab_arena.relations.kinds.dispatch import FACE_TO, track_kind_sources
 
 KICK_FROM_ITER = wp.constant(100)  # first checkpoint (iterations) where a stuck candidate is restarted
 
@@ -133,3 +133,6 @@ def iterate_kernel(
                            m[2] / (wp.sqrt(v[2]) + P.eps))
             S.x[b, i] = S.x[b, i] - lr_t * step
     O.iters[b] = it
+
+
+track_kind_sources(__name__)

@@ -7,7 +7,14 @@ import warp as wp
 from isaaclab_arena.relations.kernels.poses import solver_offsets
 from isaaclab_arena.relations.kernels.projection import project
 from isaaclab_arena.relations.kernels.settings import SolveSettings
-from isaaclab_arena.relations.kernels.tables import OI_ORDER, OI_RANDOM, CandidateState, SceneTables, SolveOutputs
+from isaaclab_arena.relations.kernels.tables import (
+    OI_ORDER,
+    OI_RANDOM,
+    CandidateState,
+    SceneTables,
+    SolveOutputs,
+)
+from isaaclab_arena.relations.kinds.dispatch import track_kind_sources
 
 
 @wp.kernel(enable_backward=False)
@@ -40,3 +47,6 @@ def prepare_kernel(
     for i in range(n):
         S.m[b, i] = zero
         S.v[b, i] = zero
+
+
+track_kind_sources(__name__)

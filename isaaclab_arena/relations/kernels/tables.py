@@ -163,6 +163,8 @@ class SolveOutputs:
     fail_bits: wp.array(dtype=int)  # (B,) bit s set: built-in check slot s failed
     ov_pair: wp.array(dtype=int)  # (B,) most-penetrating no_overlap pair
     ov_depth: wp.array(dtype=float)  # (B,) its depth, metres
+    cl_pair: wp.array(dtype=int)  # (B,) pair of two movable objects most inside their clearance
+    cl_depth: wp.array(dtype=float)  # (B,) how far inside it, metres
     loss: wp.array(dtype=float)  # (B,)
     iters: wp.array(dtype=int)  # (B,) solver iterations (negative between launches: see solve_init)
     pending: wp.array(dtype=int)  # (1,) candidates the optimisation loop must run on
@@ -196,6 +198,7 @@ def solve_outputs(device: str, **fields) -> SolveOutputs:
 
 
 _PLACEHOLDERS = {"rel_excess": ((1, 1), float), "rel_cause": ((1, 1), int), "checks": ((1, 1), wp.bool),
-                 "fail_bits": (1, int), "ov_pair": (1, int), "ov_depth": (1, float), "loss": (1, float),
+                 "fail_bits": (1, int), "ov_pair": (1, int), "ov_depth": (1, float), "cl_pair": (1, int),
+                 "cl_depth": (1, float), "loss": (1, float),
                  "iters": (1, int), "pending": (1, int), "history": ((1, 1, 1), wp.vec3)}
 _placeholders: dict[str, dict] = {}

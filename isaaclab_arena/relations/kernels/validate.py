@@ -6,7 +6,12 @@ import warp as wp
 
 from isaaclab_arena.relations.kernels.evaluate import evaluate_candidate
 from isaaclab_arena.relations.kernels.geometry import rotated_offsets
-from isaaclab_arena.relations.kernels.tables import CandidateState, SceneTables, SolveOutputs
+from isaaclab_arena.relations.kernels.tables import (
+    CandidateState,
+    SceneTables,
+    SolveOutputs,
+)
+from isaaclab_arena.relations.kinds.dispatch import track_kind_sources
 
 
 @wp.kernel(enable_backward=False)
@@ -30,3 +35,6 @@ def validate_kernel(
         S.olo[b, i] = lo
         S.ohi[b, i] = hi
     O.loss[b] = evaluate_candidate(T, S, b, e, 1, O)
+
+
+track_kind_sources(__name__)

@@ -43,13 +43,15 @@ PROJECTION_PRIORITY: tuple[RelationKind, ...] = (
     on.KIND,
 )
 
-#: The check of overlapping objects; not a relation kind, always slot 0.
+#: The checks of object pairs, not of a relation kind: no two objects intersect (slot 0), and every pair of
+#: relation-placed objects keeps the solver clearance (slot 1).
 NO_OVERLAP = "no_overlap"
+CLEARANCE = "clearance"
 
 KIND_ID: dict[type, int] = {k.relation: i for i, k in enumerate(KINDS)}
 KIND_BY_NAME: dict[str, RelationKind] = {k.name: k for k in KINDS}
-#: Check names in verdict-slot order: no_overlap, then each kind's check once, in ``KINDS`` order.
-CHECK_SLOTS: tuple[str, ...] = tuple(dict.fromkeys([NO_OVERLAP] + [k.check for k in KINDS if k.check]))
+#: Check names in verdict-slot order: the pair checks, then each kind's check once, in ``KINDS`` order.
+CHECK_SLOTS: tuple[str, ...] = tuple(dict.fromkeys([NO_OVERLAP, CLEARANCE] + [k.check for k in KINDS if k.check]))
 #: Verdict slot of each kind's check (-1: an objective only).
 SLOT_OF_KIND: tuple[int, ...] = tuple(CHECK_SLOTS.index(k.check) if k.check else -1 for k in KINDS)
 

@@ -50,16 +50,19 @@ class AtPositionCause(CauseCode):
     OFF_TARGET = 1, "off the requested coordinates"
 
 
-COLUMNS = ParamColumns("use_x", "use_y", "use_z", "x", "y", "z")
-USE_X, USE_Y, USE_Z, X, Y, Z = COLUMNS.constants()
+COLUMNS = ParamColumns("use_x", "use_y", "use_z", "x", "y", "z", "spread_x", "spread_y", "spread_z")
+USE_X, USE_Y, USE_Z, X, Y, Z, SPREAD_X = COLUMNS.constants()[:7]
 
 
 def pack(rel: AtPosition, ctx) -> PackedRelation:
-    """``use_*`` is 1 where a coordinate is given (that axis is pinned)."""
+    """``use_*`` is 1 where a coordinate is given (that axis is pinned); ``spread_*`` is how far the subject's
+    RandomAroundSolution may move it from there after solving (the check accepts that much)."""
     values = {}
+    half = ctx.random_half_ranges()
     for axis, (use, col, v) in enumerate((("use_x", "x", rel.x), ("use_y", "y", rel.y), ("use_z", "z", rel.z))):
         if v is not None:
             values[use], values[col] = 1.0, v
+            values["spread_" + "xyz"[axis]] = half[axis]
             ctx.pin(axis)
     return PackedRelation(values=values)
 
@@ -80,14 +83,14 @@ def interval(axis: int, flag: int, f: ParamRow, olo: wp.vec3, ohi: wp.vec3, plo:
 @wp.func
 def violation(axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3, chi: wp.vec3, plo: wp.vec3,
               phi: wp.vec3, slack: float):
-    """Largest distance (m) of the origin from a requested coordinate."""
+    """Largest distance (m) of the origin from a requested coordinate, beyond the RandomAroundSolution spread."""
     e = float(-BIG)
     for a in range(3):
         if f[USE_X + a] > 0.0:
-            e = wp.max(e, wp.abs(p[a] - f[X + a]))
+            e = wp.max(e, wp.abs(p[a] - f[X + a]) - f[SPREAD_X + a])
     return flagged(e, slack, 1)
 
 
 KIND = RelationKind(name="at_position", relation=AtPosition, role=KindRole.INTERVAL, columns=COLUMNS, pack=pack,
-                    violation=violation, interval=interval, causes=AtPositionCause, check=None,
+                    violation=violation, interval=interval, causes=AtPositionCause, check="at_position",
                     strategy=AtPositionLossStrategy, has_parent=False)

@@ -7,6 +7,9 @@ statically (``for j in range(wp.static(len(PENALTY_IDS)))``).
 
 from __future__ import annotations
 
+import hashlib
+import os
+
 import warp as wp
 
 from isaaclab_arena.relations.kernels.geometry import BIG
@@ -47,5 +50,32 @@ def relation_violation(kind: int, axis: int, flag: int, f: ParamRow, p: wp.vec3,
         if kind == j:
             ex, cause = wp.static(VIOLATION_FUNCS[j])(axis, flag, f, p, clo, chi, plo, phi, slack)
     return ex, cause
+SLOT_NO_OVERLAP = wp.constant(CHECK_SLOTS.index("no_overlap"))
+SLOT_CLEARANCE = wp.constant(CHECK_SLOTS.index("clearance"))
 #: Number of built-in check verdict slots (no_overlap first).
 NUM_SLOTS = wp.constant(len(CHECK_SLOTS))
+
+
+def _source_digest() -> str:
+    """A digest of every source file of the kinds and kernels packages."""
+    h = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for folder in (here, os.path.join(os.path.dirname(here), "kernels")):
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), "rb") as f:
+                    h.update(name.encode() + f.read())
+    return h.hexdigest()[:16]
+
+
+KIND_SOURCES_DIGEST = _source_digest()
+
+
+def track_kind_sources(module: str) -> None:
+    """Makes warp's kernel cache key of ``module`` cover the kinds' device functions.
+
+    Warp hashes a module from its functions' sources, but functions reached only through ``wp.static(...)``
+    of a loop variable (the generated dispatch) are resolved at codegen, after the cache lookup: without this
+    a change to a kind's function could load a stale compiled kernel. Call it in every module that defines a
+    kernel using the dispatch."""
+    wp.set_module_options({"arena_kind_sources": KIND_SOURCES_DIGEST}, module)

@@ -63,7 +63,7 @@ class ParamColumns:
     """Names of the columns of a kind's packed parameter row (at most ``MAX_PARAMS``); the last column of
     every row is its loss weight (``WEIGHT``)."""
 
-    MAX_PARAMS = 7
+    MAX_PARAMS = 11
 
     def __init__(self, *names: str):
         if len(names) > self.MAX_PARAMS or len(set(names)) != len(names):
@@ -130,6 +130,16 @@ class PackContext:
     def exempt_from_overlap(self) -> None:
         """The subject may touch its parent (supports): the pair is not checked by no_overlap."""
         self._compiler.exempt.add((min(self.subject, self.parent), max(self.subject, self.parent)))
+
+    def chain_room(self, of: str) -> list[float]:
+        """Room (m) the subject's NextTo chain needs beyond its ``"footprint"`` (for its On support) or its
+        ``"origin"`` (for its position limits), per direction -X, +X, -Y, +Y (``chain_room.py``)."""
+        return self._compiler.chain_room(self.subject, of)
+
+    def random_half_ranges(self) -> tuple[float, float, float]:
+        """The subject's RandomAroundSolution position half ranges (x, y, z metres; zeros without one): how
+        far the modifier may move its origin after solving."""
+        return self._compiler.random_half_ranges(self.subject)
 
     def limit_pair_clearance(self, metres: float) -> None:
         """The subject and parent may come this close (NextTo gaps smaller than the solver clearance)."""

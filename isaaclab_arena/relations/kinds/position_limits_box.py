@@ -52,23 +52,34 @@ class PositionLimitsBoxCause(CauseCode):
     OUTSIDE = 1, "outside the position limits"
 
 
-COLUMNS = ParamColumns("x_min", "y_min", "z_min", "x_max", "y_max", "z_max")
-X_MIN, Y_MIN, Z_MIN, X_MAX, Y_MAX, Z_MAX = COLUMNS.constants()
+COLUMNS = ParamColumns("x_min", "y_min", "z_min", "x_max", "y_max", "z_max", "room_neg_x", "room_pos_x", "room_neg_y",
+                       "room_pos_y")
+X_MIN, Y_MIN, Z_MIN, X_MAX, Y_MAX, Z_MAX, ROOM = COLUMNS.constants()[:7]
 _OPEN = 1.0e9  # an open bound (metres); equals the kernels' BIG
 
 
 def pack(rel: PositionLimitsBox, ctx) -> PackedRelation:
+    """Open bounds are packed as +-1e9 m. The ``room_*`` columns hold what the subject's NextTo chain needs
+    beyond its origin inside these limits, plus its RandomAroundSolution X/Y half ranges (the solver's target
+    leaves it free; the check ignores it; Z limits get no such room)."""
     values = {}
     for axis, (lo, hi) in zip("xyz", (rel.x_limits, rel.y_limits, rel.z_limits)):
         values[f"{axis}_min"] = -_OPEN if lo is None else lo
         values[f"{axis}_max"] = _OPEN if hi is None else hi
+    room = ctx.chain_room("origin")
+    half = ctx.random_half_ranges()  # RandomAroundSolution moves the origin after solving: keep it inside
+    room = [room[0] + half[0], room[1] + half[0], room[2] + half[1], room[3] + half[1]]
+    values.update(zip(("room_neg_x", "room_pos_x", "room_neg_y", "room_pos_y"), room))
     return PackedRelation(values=values)
 
 
 @wp.func
 def interval(axis: int, flag: int, f: ParamRow, olo: wp.vec3, ohi: wp.vec3, plo: wp.vec3, phi: wp.vec3,
              at_ratio: int):
-    return wp.vec3(f[X_MIN], f[Y_MIN], f[Z_MIN]), wp.vec3(f[X_MAX], f[Y_MAX], f[Z_MAX])
+    """The box, less the room the subject's NextTo chain needs on X/Y."""
+    lo = wp.vec3(f[X_MIN] + f[ROOM], f[Y_MIN] + f[ROOM + 2], f[Z_MIN])
+    hi = wp.vec3(f[X_MAX] - f[ROOM + 1], f[Y_MAX] - f[ROOM + 3], f[Z_MAX])
+    return lo, hi
 
 
 @wp.func
@@ -83,5 +94,5 @@ def violation(axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3, chi: 
 
 KIND = RelationKind(name="position_limits_box", relation=PositionLimitsBox, role=KindRole.INTERVAL,
                     columns=COLUMNS, pack=pack, violation=violation, interval=interval,
-                    causes=PositionLimitsBoxCause, check=None, strategy=PositionLimitsBoxLossStrategy,
+                    causes=PositionLimitsBoxCause, check="position_limits", strategy=PositionLimitsBoxLossStrategy,
                     has_parent=False)

@@ -61,21 +61,25 @@ class PositionLimitsCylindricalCause(CauseCode):
     OUTSIDE_RADIUS_MAX = 2, "outside radius_max"
 
 
-COLUMNS = ParamColumns("center_x", "center_y", "radius_min", "radius_max")
-CENTER_X, CENTER_Y, RADIUS_MIN, RADIUS_MAX = COLUMNS.constants()
+COLUMNS = ParamColumns("center_x", "center_y", "radius_min", "radius_max", "margin_m")
+CENTER_X, CENTER_Y, RADIUS_MIN, RADIUS_MAX, MARGIN = COLUMNS.constants()
 
 
 def pack(rel: PositionLimitsCylindrical, ctx) -> PackedRelation:
-    """An absent radius is packed as -1."""
+    """An absent radius is packed as -1. ``margin_m``: how far the subject's RandomAroundSolution may move it
+    in XY after solving; the solver keeps that far inside the annulus (the check judges the radii)."""
+    half = ctx.random_half_ranges()
     return PackedRelation(values={
         "center_x": rel.center_x, "center_y": rel.center_y,
         "radius_min": -1.0 if rel.radius_min is None else rel.radius_min,
-        "radius_max": -1.0 if rel.radius_max is None else rel.radius_max})
+        "radius_max": -1.0 if rel.radius_max is None else rel.radius_max,
+        "margin_m": (half[0] ** 2 + half[1] ** 2) ** 0.5})
 
 
 @wp.func
-def radial_depth(p: wp.vec3, f: ParamRow):
-    """(depth, gradient, cause): depth > 0 inside radius_min (cause 1) or outside radius_max (cause 2)."""
+def radial_depth(p: wp.vec3, f: ParamRow, margin: float):
+    """(depth, gradient, cause): depth > 0 inside radius_min + margin (cause 1) or outside radius_max - margin
+    (cause 2)."""
     dx = p[0] - f[CENTER_X]
     dy = p[1] - f[CENTER_Y]
     r = wp.sqrt(dx * dx + dy * dy)
@@ -85,9 +89,9 @@ def radial_depth(p: wp.vec3, f: ParamRow):
     e_in = float(-BIG)
     e_out = float(-BIG)
     if f[RADIUS_MIN] >= 0.0:
-        e_in = f[RADIUS_MIN] - r
+        e_in = f[RADIUS_MIN] + margin - r
     if f[RADIUS_MAX] >= 0.0:
-        e_out = r - f[RADIUS_MAX]
+        e_out = r - (f[RADIUS_MAX] - margin)
     if e_in >= e_out:
         return e_in, -d, 1
     return e_out, d, 2
@@ -96,27 +100,27 @@ def radial_depth(p: wp.vec3, f: ParamRow):
 @wp.func
 def penalty(axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3, chi: wp.vec3, plo: wp.vec3,
             phi: wp.vec3):
-    """(radial depth, no allowance, gradient)."""
-    depth, grad, cause = radial_depth(p, f)
-    return depth, 0.0, grad
+    """(radial depth inside the annulus shrunk by the RandomAroundSolution margin, the margin, gradient)."""
+    depth, grad, cause = radial_depth(p, f, f[MARGIN])
+    return depth, f[MARGIN], grad
 
 
 @wp.func
 def push(T: SceneTables, S: CandidateState, b: int, ci: int, pi: int, p: wp.vec3, clo: wp.vec3, chi: wp.vec3,
          plo: wp.vec3, phi: wp.vec3, axis: int, f: ParamRow) -> wp.vec3:
     """Radially, toward the allowed annulus."""
-    depth, grad, cause = radial_depth(p, f)
+    depth, grad, cause = radial_depth(p, f, f[MARGIN])
     return grad
 
 
 @wp.func
 def violation(axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3, chi: wp.vec3, plo: wp.vec3,
               phi: wp.vec3, slack: float):
-    e, grad, cause = radial_depth(p, f)
+    e, grad, cause = radial_depth(p, f, 0.0)
     return flagged(e, slack, cause)
 
 
 KIND = RelationKind(name="position_limits_cylindrical", relation=PositionLimitsCylindrical, role=KindRole.PENALTY,
                     columns=COLUMNS, pack=pack, violation=violation, penalty=penalty, push=push,
-                    causes=PositionLimitsCylindricalCause, check=None, strategy=PositionLimitsCylindricalLossStrategy,
+                    causes=PositionLimitsCylindricalCause, check="position_limits", strategy=PositionLimitsCylindricalLossStrategy,
                     has_parent=False)
