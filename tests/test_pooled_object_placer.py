@@ -90,8 +90,9 @@ def test_every_partition_is_filled_with_layouts_that_pass_when_revalidated():
 
 def test_envs_refill_across_batches_until_their_partition_is_full():
     assets = crowded()
+    # no solving and no clearance: whether a layout is valid is up to its initial draws
     pool = make(assets, num_envs=6, min_unique_layouts_per_env=2, max_placement_attempts=10,
-                solver_params=RelationSolverParams(max_iters=0, verbose=False))
+                solver_params=RelationSolverParams(max_iters=0, verbose=False, clearance_m=0.0))
     batches = pool.next_draw // 2
     assert int(batches.max()) > 1, "the crowded scene should need more than one batch for some env"
     # only envs still short are re-solved: a full env stops drawing while others continue
@@ -164,7 +165,7 @@ def test_fallbacks_fill_the_impossible_env_and_are_reported(tmp_path, capsys):
     assert bool(pool.slot_passed[[0, 1]].all()) and not bool(pool.slot_passed[2].any())
     assert pool.next_draw.tolist() == [3, 3, 6]  # envs 0, 1 filled in batch 1; env 2 used both batches
     out = capsys.readouterr().out
-    assert "[placement] Validated 9 candidate layout(s); passed per check: no_overlap=9/9, on_relation=" in out
+    assert "[placement] Validated 9 candidate layout(s); passed per check: no_overlap=9/9, clearance=9/9, on_relation=" in out
     assert "next_to=6/9" in out and "next_to=0/3" in out  # batch 2 re-solved env 2 only
     assert "  next_to: 'cube' next_to(mug, positive_x): " in out and " rejected (e.g. by " in out
     assert "best-loss fallback used for 3 layout slot(s) in env(s) [2]" in out

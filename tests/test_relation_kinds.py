@@ -25,7 +25,7 @@ from isaaclab_arena.relations.kinds.dispatch import (
     relation_violation,
     track_kind_sources,
 )
-from isaaclab_arena.relations.kinds.kind import KindRole, PackContext, ParamRow
+from isaaclab_arena.relations.kinds.kind import KindRole, PackContext, ParamRow, RoomRow
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.placement_problem import VALIDATION_SLACK_M
 from isaaclab_arena.relations.relations import (
@@ -58,9 +58,6 @@ class _Compiler:
         """Random RandomAroundSolution half ranges (they widen what some checks accept)."""
         return tuple(self.rng.choice([0.0, self.rng.uniform(0.0, 0.05)]) for _ in range(3))
 
-    def chain_room(self, k: int, of: str) -> list[float]:
-        """Random room for a NextTo chain (it only shrinks the solver's target)."""
-        return [self.rng.choice([0.0, self.rng.uniform(0.0, 0.1)]) for _ in range(4)]
 
 
 def _box(rng: random.Random, name: str) -> Object:
@@ -120,10 +117,10 @@ def _rows(kind, rng):
 @wp.kernel
 def _interval_check(kind: int, ints: wp.array(dtype=wp.vec2i), f: wp.array(dtype=ParamRow), plo: wp.array(dtype=wp.vec3),
                     phi: wp.array(dtype=wp.vec3), olo: wp.array(dtype=wp.vec3), ohi: wp.array(dtype=wp.vec3),
-                    u: wp.array(dtype=wp.vec3), at_ratio: int, nonempty: wp.array(dtype=int),
-                    excess: wp.array(dtype=float)):
+                    u: wp.array(dtype=wp.vec3), at_ratio: int, room: wp.array(dtype=RoomRow),
+                    nonempty: wp.array(dtype=int), excess: wp.array(dtype=float)):
     i = wp.tid()
-    lo, hi = relation_interval(kind, ints[i][0], ints[i][1], f[i], olo[i], ohi[i], plo[i], phi[i], at_ratio)
+    lo, hi = relation_interval(kind, ints[i][0], ints[i][1], f[i], olo[i], ohi[i], plo[i], phi[i], at_ratio, room[i])
     x = wp.vec3(0.0)
     ok = int(1)
     for a in range(3):
@@ -146,8 +143,14 @@ def _launch_interval(kind, rng, at_ratio):
     wp.launch(_interval_check, N, device="cpu", inputs=[
         KIND_ID[kind.relation], wp.array(ints, dtype=wp.vec2i), wp.array(rows, dtype=ParamRow),
         wp.array(plo, dtype=wp.vec3), wp.array(phi, dtype=wp.vec3), wp.array(olo, dtype=wp.vec3),
-        wp.array(ohi, dtype=wp.vec3), wp.array(u, dtype=wp.vec3), at_ratio, nonempty, excess])
+        wp.array(ohi, dtype=wp.vec3), wp.array(u, dtype=wp.vec3), at_ratio, _rooms(rng), nonempty, excess])
     return nonempty.numpy().astype(bool), excess.numpy()
+
+
+def _rooms(rng):
+    """Random room for NextTo chains (it only shrinks the solver's target)."""
+    return wp.array(np.array([[rng.choice([0.0, rng.uniform(0.0, 0.1)]) for _ in range(8)] for _ in range(N)],
+                             np.float32), dtype=RoomRow)
 
 
 @pytest.mark.parametrize("kind", [k for k in KINDS if k.role == KindRole.INTERVAL], ids=lambda k: k.name)
@@ -175,7 +178,7 @@ def test_a_point_outside_the_interval_fails_the_check():
         wp.launch(_interval_check, N, device="cpu", inputs=[
             KIND_ID[kind_cls], wp.array(ints, dtype=wp.vec2i), wp.array(rows, dtype=ParamRow),
             wp.array(plo, dtype=wp.vec3), wp.array(phi, dtype=wp.vec3), wp.array(olo, dtype=wp.vec3),
-            wp.array(ohi, dtype=wp.vec3), wp.array(u, dtype=wp.vec3), 0, nonempty, excess])
+            wp.array(ohi, dtype=wp.vec3), wp.array(u, dtype=wp.vec3), 0, _rooms(rng), nonempty, excess])
         assert (excess.numpy() > VALIDATION_SLACK_M).mean() > 0.5, kind.name
 
 

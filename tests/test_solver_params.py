@@ -18,7 +18,8 @@ from isaaclab_arena.relations.placement_candidate_generator import PlacementCand
 from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 from isaaclab_arena.relations.relations import AtPosition, NotNextTo, PositionLimitsBox, Side
-from isaaclab_arena.relations.scenes import SCENES, on_table, table
+from isaaclab_arena.relations.scenes import SCENES, crowded_scene, cuboid, on_table, table
+from isaaclab_arena.utils.pose import Pose
 
 SOLVER_LINE = re.compile(r"^\[solver\] (\d+) candidates: (\d+) converged, iterations median/max (\d+)/(\d+), "
                          r"final loss median/max (\S+)/(\S+), ([0-9.]+) ms$")
@@ -128,7 +129,7 @@ def test_profile_off_prints_nothing_and_does_not_change_layouts(capsys):
 
 # ----------------------------------------------------------------------------------- position history
 def test_position_history_snapshots_every_10_iterations_nan_after_the_stop():
-    scene = SCENES["all_relations"]()
+    scene = crowded_scene(24)  # dense enough that some candidates iterate
     env, draw = ids(96, 32)
     pl = placer(save_position_history=True)
     batch = pl.place_batch(scene, env, draw, num_envs=32)
@@ -141,12 +142,12 @@ def test_position_history_snapshots_every_10_iterations_nan_after_the_stop():
     present = (10 * k)[None, :] <= batch.iterations[:, None]
     finite = torch.isfinite(h).all(-1).all(-1)
     assert torch.equal(finite, present) and torch.isnan(h[~present]).all()
-    assert int(batch.iterations.max()) >= 20  # some candidates leave several snapshots
+    assert int(batch.iterations.max()) >= 10  # some candidates leave more than one snapshot
     # slot 0 is the initial candidate the generator draws for the same (env, draw), up to the FaceTo headings
     # the solve refreshes from the drawn positions before its first snapshot
     start = PlacementCandidateGenerator(pl.solver).generate(pl.compile(scene, 32), env, draw)
     assert (h[:, 0] - start.positions).abs().max() < 1e-3
-    plain = SCENES["crowded14"]()  # no FaceTo: slot 0 is exactly the generated candidate
+    plain = crowded_scene(24)  # no FaceTo: slot 0 is exactly the generated candidate
     h0 = pl.place_batch(plain, env, draw, num_envs=32).position_history[:, 0]
     torch.testing.assert_close(h0, PlacementCandidateGenerator(pl.solver).generate(pl.compile(plain, 32), env, draw)
                                .positions, atol=1e-6, rtol=0)
@@ -183,8 +184,16 @@ def test_position_history_follows_max_iters_and_the_solve_path():
 
 
 # ------------------------------------------------------------------------------ convergence_threshold
+def _crowded_around_a_wall():
+    """Crowded boxes on a table split by a fixed wall: the solver aims for its clearance from the wall, the
+    checks accept touching it, so the checks' thresholds can hold before the solver's do."""
+    scene = crowded_scene(16)
+    scene.append(cuboid("wall", (0.1, 0.8, 0.3), Pose((0.0, 0.0, 0.9))))
+    return scene
+
+
 def test_convergence_threshold_stops_at_the_checks_thresholds_once_the_loss_is_low():
-    scene = SCENES["crowded14"]()
+    scene = _crowded_around_a_wall()
     env, draw = ids(256, 32)
     strict = placer(convergence_threshold=0.0).place_batch(scene, env, draw, num_envs=32)
     default = placer().place_batch(scene, env, draw, num_envs=32)
@@ -192,10 +201,12 @@ def test_convergence_threshold_stops_at_the_checks_thresholds_once_the_loss_is_l
     # a larger threshold can only stop a candidate earlier (the trajectory is the same until it stops)
     assert bool((default.iterations <= strict.iterations).all()) and bool((loose.iterations <= default.iterations).all())
     assert int(loose.iterations.sum()) < int(strict.iterations.sum())
-    # threshold 0: every candidate reached the solver's clearance (loss 0); a huge threshold stops as soon as
-    # the checks hold, short of the clearance (loss > 0), and still every layout passes
-    assert float(strict.loss.max()) == 0.0 and float(loose.loss.max()) > 0.0
-    assert bool(strict.passed.all()) and bool(default.passed.all()) and bool(loose.passed.all())
+    # threshold 0: every stop reached the solver's clearance from the wall too (loss 0); a huge threshold stops as
+    # soon as the checks hold, some short of it (loss > 0); every layout that stopped passes its checks
+    stopped = strict.iterations < 600
+    assert float(strict.loss[stopped].max()) == 0.0 and float(loose.loss.max()) > 0.0
+    for batch in (strict, default, loose):
+        assert bool(batch.passed[batch.iterations < 600].all())
 
 
 def _keep_out_scene():

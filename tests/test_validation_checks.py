@@ -22,7 +22,8 @@ from isaaclab_arena.relations.validation.registry import (
 )
 from isaaclab_arena.relations.validation.types import PlacementCheck, PlacementValidatorReport, ValidationCost
 
-BUILTIN = ["no_overlap", "on_relation", "clutter_on_relation", "next_to", "not_next_to", "align_with", "face_to"]
+BUILTIN = ["no_overlap", "clearance", "on_relation", "clutter_on_relation", "next_to", "not_next_to", "align_with",
+           "at_position", "position_limits", "face_to"]
 
 
 @pytest.fixture
@@ -49,7 +50,7 @@ def test_builtin_checks_registered_and_ik_not_without_curobo():
     names = set(builtin_checks()) | set(registered_validators())
     assert all(c in names for c in BUILTIN) and builtin_checks() == tuple(BUILTIN)
     assert PlacementCheck.IK_REACHABLE.value not in names
-    assert [c.value for c in PlacementCheck][:7] == BUILTIN
+    assert [c.value for c in PlacementCheck][:len(BUILTIN)] == BUILTIN
 
 
 def _tower_scene():
@@ -150,7 +151,7 @@ def test_summary_lines_and_records_name_cause_and_amount():
     batch = pl.validate_poses([t, box, plate], pos)
     lines = batch_diagnostics(batch).console_lines()
     assert lines[0].startswith("[placement] Validated 2 candidate layout(s); passed per check: no_overlap=1/2, "
-                               "on_relation=2/2")
+                               "clearance=1/2, on_relation=2/2")
     assert "next_to=0/2" in lines[0]
     recs = rejection_records(batch)
     wrong = [r for r in recs if r.check == "next_to" and r.candidate == 0][0]

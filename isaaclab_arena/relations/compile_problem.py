@@ -28,7 +28,7 @@ from isaaclab_arena.relations.kernels.tables import (
 from isaaclab_arena.relations.feasibility import check_feasibility
 from isaaclab_arena.relations.kinds import KIND_ID, KINDS, kind_of, priority_of
 from isaaclab_arena.relations.chain_room import ChainRooms, turns
-from isaaclab_arena.relations.kinds.kind import ROW_WIDTH, KindRole, PackContext, ParamRow
+from isaaclab_arena.relations.kinds.kind import ROW_WIDTH, KindRole, PackContext, ParamRow, RoomRow
 from isaaclab_arena.relations.placement_problem import (
     VALIDATION_SLACK_M,
     CompiledRelation,
@@ -149,7 +149,6 @@ class _SceneCompiler:
         self.index = {a.name: k for k, a in enumerate(self.objects)}
         self.n_mov, self.n_all = len(self.movables), len(self.objects)
         self.pinned = np.zeros((self.n_mov, 3), bool)
-        self._rooms = None
         self.exempt: set[tuple[int, int]] = set()
         self.pair_clearance: dict[tuple[int, int], float] = {}
 
@@ -162,7 +161,6 @@ class _SceneCompiler:
         for k, a in enumerate(self.objects):
             for e, box in enumerate(_member_boxes(a, E, self.placement_seed)):
                 local_lo[e, k], local_hi[e, k] = box.min_point, box.max_point
-        self._local = (local_lo, local_hi)
         n_fix = len(self.fixed)
         fixed_lo = np.zeros((E, max(n_fix, 1), 3), np.float64)
         fixed_hi = np.zeros((E, max(n_fix, 1), 3), np.float64)
@@ -175,15 +173,20 @@ class _SceneCompiler:
                 fixed_lo[e, f], fixed_hi[e, f] = cache[key]
         return local_lo, local_hi, fixed_lo, fixed_hi
 
-    def chain_room(self, k: int, of: str) -> list[float]:
-        """``ChainRooms.footprint`` / ``.origin`` of movable k (computed once per compile)."""
-        if self._rooms is None:
-            local_lo, local_hi = self._local
-            rooms = ChainRooms(self.movables, local_lo, local_hi,
-                               [turns(a, self.placer_params.random_yaw_init) for a in self.movables])
-            self._rooms = {"footprint": [rooms.footprint(i) for i in range(self.n_mov)],
-                           "origin": [rooms.origin(i) for i in range(self.n_mov)]}
-        return self._rooms[of][k]
+    def room_table(self, local_lo: np.ndarray, local_hi: np.ndarray) -> np.ndarray:
+        """(E, n_mov, 8) room each movable's NextTo chain needs beyond its footprint and its origin (``RoomRow``
+        order), computed once per distinct geometry of the movables (object-set members differ by env)."""
+        turning = [turns(a, self.placer_params.random_yaw_init) for a in self.movables]
+        n = self.n_mov
+        table = np.zeros((self.num_envs, max(n, 1), 8), np.float32)
+        if n == 0:
+            return table
+        keys = np.concatenate([local_lo[:, :n].reshape(self.num_envs, -1), local_hi[:, :n].reshape(self.num_envs, -1)], 1)
+        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        for u, e in enumerate(first):
+            rooms = ChainRooms(self.movables, local_lo[e:e + 1], local_hi[e:e + 1], turning)
+            table[inverse.reshape(-1) == u] = [rooms.footprint(k) + rooms.origin(k) for k in range(n)]
+        return table
 
     def random_half_ranges(self, k: int) -> tuple[float, float, float]:
         """Movable k's RandomAroundSolution position half ranges (x, y, z metres; zeros without one)."""
@@ -346,6 +349,8 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
         T.init_exact = int(sc.init_exact(ints, obj_i, rank))
         T.local_lo, T.local_hi, T.fixed_lo, T.fixed_hi = (wp.from_torch(t, dtype=wp.vec3) for t in tensors)
         keep += [T.local_lo, T.local_hi, T.fixed_lo, T.fixed_hi]
+        T.room = wp.array(sc.room_table(local_lo, local_hi), dtype=RoomRow, device=device)
+        keep.append(T.room)
         T.kind_start = _device_array(kind_start, int, None, device, keep)
         T.obj_i = _device_array(obj_i, vec12i, 12, device, keep)
         T.obj_f = _device_array(obj_f, vec10f, 10, device, keep)

@@ -117,6 +117,20 @@ def shrunk(lo: float, hi: float):
 
 
 @wp.func
+def with_room(lo: float, hi: float, room_lo: float, room_hi: float):
+    """[lo, hi] less ``room_lo`` at its low end and ``room_hi`` at its high end; when that leaves nothing, the
+    point of [lo, hi] nearest to where the room would balance (the relation itself still holds there)."""
+    if lo > hi:  # already empty: nothing to keep
+        return lo, hi
+    l = lo + room_lo
+    h = hi - room_hi
+    if l <= h:
+        return l, h
+    m = wp.clamp(0.5 * (l + h), lo, hi)
+    return m, m
+
+
+@wp.func
 def overlap_depth(lo_i: wp.vec3, hi_i: wp.vec3, lo_j: wp.vec3, hi_j: wp.vec3, clearance: float) -> float:
     """Penetration depth of two AABBs grown by clearance/2 each (<= 0: apart or touching)."""
     return vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, clearance))

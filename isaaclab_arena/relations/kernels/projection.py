@@ -19,13 +19,12 @@ from isaaclab_arena.relations.kernels.tables import (
     obj_bounds,
 )
 from isaaclab_arena.relations.kinds.dispatch import relation_interval
+from isaaclab_arena.relations.kinds.kind import RoomRow
 
 
 @wp.func
-def object_interval(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio: int):
-    """The per-axis range (lo, hi) of object i's origin that its INTERVAL relations allow: their
-    intersection, or the highest-priority interval alone where they conflict on an axis (its midpoint when
-    even that one is empty); +-BIG where no relation constrains the axis."""
+def intersect_intervals(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio: int, room: RoomRow):
+    """(intersection lo, hi, highest-priority interval lo, hi) of object i's INTERVAL relations per axis."""
     olo = S.olo[b, i]
     ohi = S.ohi[b, i]
     lo_all = wp.vec3(-BIG)
@@ -37,13 +36,28 @@ def object_interval(T: SceneTables, S: CandidateState, b: int, e: int, i: int, a
         r = T.proj[k]
         ri = T.rel_i[r]
         plo, phi = obj_bounds(T, S, b, e, wp.max(ri[RI_PARENT], 0))
-        lo, hi = relation_interval(ri[RI_KIND], ri[RI_AXIS], ri[RI_FLAG], T.rel_f[r], olo, ohi, plo, phi, at_ratio)
+        lo, hi = relation_interval(ri[RI_KIND], ri[RI_AXIS], ri[RI_FLAG], T.rel_f[r], olo, ohi, plo, phi, at_ratio,
+                                   room)
         for a in range(3):
             if lo[a] > -BIG or hi[a] < BIG:
                 lo_all[a] = wp.max(lo_all[a], lo[a])
                 hi_all[a] = wp.min(hi_all[a], hi[a])
                 lo_pri[a] = lo[a]
                 hi_pri[a] = hi[a]
+    return lo_all, hi_all, lo_pri, hi_pri
+
+
+@wp.func
+def object_interval(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio: int):
+    """The per-axis range (lo, hi) of object i's origin that its INTERVAL relations allow: their
+    intersection, leaving the room its NextTo chain needs (``T.room``) unless that room conflicts with its
+    own relations; where they conflict on an axis, the highest-priority interval alone (its midpoint when
+    even that one is empty); +-BIG where no relation constrains the axis."""
+    room = T.room[e, i]
+    lo_all, hi_all, lo_pri, hi_pri = intersect_intervals(T, S, b, e, i, at_ratio, room)
+    if lo_all[0] > hi_all[0] or lo_all[1] > hi_all[1] or lo_all[2] > hi_all[2]:
+        # the room a chain would like is a preference, not a relation: drop it before giving up a relation
+        lo_all, hi_all, lo_pri, hi_pri = intersect_intervals(T, S, b, e, i, at_ratio, RoomRow())
     for a in range(3):
         if lo_all[a] > hi_all[a]:
             if lo_pri[a] <= hi_pri[a]:
@@ -95,7 +109,7 @@ def parent_residual(T: SceneTables, S: CandidateState, b: int, e: int, r: int):
     ci = ri[RI_CHILD]
     plo, phi = obj_bounds(T, S, b, e, ri[RI_PARENT])
     lo, hi = relation_interval(ri[RI_KIND], ri[RI_AXIS], ri[RI_FLAG], T.rel_f[r], S.olo[b, ci], S.ohi[b, ci], plo,
-                              phi, 0)
+                              phi, 0, T.room[e, ci])
     x = S.x[b, ci]
     res = float(0.0)
     shift = wp.vec3(0.0)

@@ -18,7 +18,7 @@ from enum import IntEnum, IntFlag
 
 import warp as wp
 
-from isaaclab_arena.relations.kinds.kind import ROW_WIDTH, ParamRow
+from isaaclab_arena.relations.kinds.kind import ROW_WIDTH, ParamRow, RoomRow
 
 
 class RelationColumn(IntEnum):
@@ -126,6 +126,7 @@ class SceneTables:
     local_hi: wp.array2d(dtype=wp.vec3)
     fixed_lo: wp.array2d(dtype=wp.vec3)  # (E, n_fixed) world AABB of fixed objects
     fixed_hi: wp.array2d(dtype=wp.vec3)
+    room: wp.array2d(dtype=RoomRow)  # (E, n_mov) room each object's NextTo chain needs (chain_room.py)
     obj_i: wp.array(dtype=vec12i)  # ObjectColumn
     obj_f: wp.array(dtype=vec10f)  # ObjectParam
     rel_i: wp.array(dtype=vec6i)  # RelationColumn

@@ -13,6 +13,7 @@ from isaaclab_arena.relations.kinds.kind import (
     PackedRelation,
     ParamColumns,
     ParamRow,
+    RoomRow,
     RelationKind,
     RelationLossStrategy,
 )
@@ -67,7 +68,7 @@ def pack(rel: AlignWith, ctx) -> PackedRelation:
 
 @wp.func
 def interval(axis: int, flag: int, f: ParamRow, olo: wp.vec3, ohi: wp.vec3, plo: wp.vec3, phi: wp.vec3,
-             at_ratio: int):
+             at_ratio: int, room: RoomRow):
     """The subject's centre within tol of the parent's centre + offset along ``axis`` (a small band inside)."""
     lo = wp.vec3(-BIG)
     hi = wp.vec3(BIG)

@@ -13,6 +13,7 @@ from isaaclab_arena.relations.kinds.kind import (
     PackedRelation,
     ParamColumns,
     ParamRow,
+    RoomRow,
     RelationKind,
     RelationLossStrategy,
 )
@@ -69,7 +70,7 @@ def pack(rel: AtPosition, ctx) -> PackedRelation:
 
 @wp.func
 def interval(axis: int, flag: int, f: ParamRow, olo: wp.vec3, ohi: wp.vec3, plo: wp.vec3, phi: wp.vec3,
-             at_ratio: int):
+             at_ratio: int, room: RoomRow):
     """The given coordinates exactly; other axes free."""
     lo = wp.vec3(-BIG)
     hi = wp.vec3(BIG)

@@ -13,6 +13,7 @@ from isaaclab_arena.relations.kinds.kind import (
     PackedRelation,
     ParamColumns,
     ParamRow,
+    RoomRow,
     RelationKind,
     RelationLossStrategy,
 )
@@ -92,7 +93,7 @@ def footprint_excess(clo: wp.vec3, chi: wp.vec3, plo: wp.vec3, phi: wp.vec3, f: 
 
 @wp.func
 def interval(axis: int, flag: int, f: ParamRow, olo: wp.vec3, ohi: wp.vec3, plo: wp.vec3, phi: wp.vec3,
-             at_ratio: int):
+             at_ratio: int, room: RoomRow):
     """X/Y: the release region; Z: at least clearance above the support top (no upper bound)."""
     rlo, rhi = region(plo, phi, f[SPREAD], f[MARGIN])
     lo = wp.vec3(-BIG)

@@ -14,7 +14,7 @@ import warp as wp
 
 from isaaclab_arena.relations.kernels.geometry import BIG
 from isaaclab_arena.relations.kinds import CHECK_SLOTS, KINDS, SLOT_OF_KIND
-from isaaclab_arena.relations.kinds.kind import KindRole, ParamRow
+from isaaclab_arena.relations.kinds.kind import KindRole, ParamRow, RoomRow
 
 NUM_KINDS = len(KINDS)
 INTERVAL_IDS = [i for i, k in enumerate(KINDS) if k.role == KindRole.INTERVAL]
@@ -30,13 +30,13 @@ FACE_TO = wp.constant(HEADING_IDS[0])
 
 @wp.func
 def relation_interval(kind: int, axis: int, flag: int, f: ParamRow, olo: wp.vec3, ohi: wp.vec3, plo: wp.vec3,
-                      phi: wp.vec3, at_ratio: int):
+                      phi: wp.vec3, at_ratio: int, room: RoomRow):
     """Per-axis origin interval of one INTERVAL relation row (+-BIG where unconstrained)."""
     lo = wp.vec3(-BIG)
     hi = wp.vec3(BIG)
     for j in range(wp.static(len(INTERVAL_IDS))):
         if kind == wp.static(INTERVAL_IDS[j]):
-            lo, hi = wp.static(INTERVAL_FUNCS[j])(axis, flag, f, olo, ohi, plo, phi, at_ratio)
+            lo, hi = wp.static(INTERVAL_FUNCS[j])(axis, flag, f, olo, ohi, plo, phi, at_ratio, room)
     return lo, hi
 
 

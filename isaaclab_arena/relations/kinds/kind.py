@@ -15,9 +15,10 @@ its origin; metres, env-local world frame):
 - ``violation(axis, flag, f, p, clo, chi, plo, phi, slack) -> (excess, cause)``: ``excess`` is how far
   the candidate lies outside what the check accepts (<= 0 inside); ``cause`` names the failing part (0 when
   ``excess <= slack``).
-- ``interval(axis, flag, f, olo, ohi, plo, phi, at_ratio) -> (lo, hi)`` (INTERVAL kinds): the per-axis
-  range of the subject's origin that satisfies the relation (+-BIG where free), aimed strictly inside
-  what ``violation`` accepts.
+- ``interval(axis, flag, f, olo, ohi, plo, phi, at_ratio, room) -> (lo, hi)`` (INTERVAL kinds): the per-axis
+  range of the subject's origin that satisfies the relation (+-BIG where free), aimed strictly inside what
+  ``violation`` accepts; ``room`` is what the subject's NextTo chain needs (``RoomRow``), for kinds that
+  contain the subject (On, PositionLimitsBox).
 - ``penalty(axis, flag, f, p, clo, chi, plo, phi) -> (depth, allowance, grad)`` (PENALTY kinds): how deep
   the subject is in the forbidden set at the solver's threshold (<= 0 satisfied), how much of that depth
   the check tolerates, and the direction that reduces it; ``push(T, S, b, subject, parent, p, clo, chi,
@@ -89,6 +90,9 @@ WEIGHT = wp.constant(ParamColumns.MAX_PARAMS)
 ROW_WIDTH = ParamColumns.MAX_PARAMS + 1
 #: Device type of a packed row.
 ParamRow = wp.types.vector(length=ROW_WIDTH, dtype=wp.float32)
+#: Room (m) an object's NextTo chain needs beyond its footprint (-X, +X, -Y, +Y) and beyond its origin (same
+#: order), per env and movable object (``chain_room.py``); INTERVAL kinds that contain the subject shrink by it.
+RoomRow = wp.types.vector(length=8, dtype=wp.float32)
 
 
 @dataclass(frozen=True)
@@ -130,11 +134,6 @@ class PackContext:
     def exempt_from_overlap(self) -> None:
         """The subject may touch its parent (supports): the pair is not checked by no_overlap."""
         self._compiler.exempt.add((min(self.subject, self.parent), max(self.subject, self.parent)))
-
-    def chain_room(self, of: str) -> list[float]:
-        """Room (m) the subject's NextTo chain needs beyond its ``"footprint"`` (for its On support) or its
-        ``"origin"`` (for its position limits), per direction -X, +X, -Y, +Y (``chain_room.py``)."""
-        return self._compiler.chain_room(self.subject, of)
 
     def random_half_ranges(self) -> tuple[float, float, float]:
         """The subject's RandomAroundSolution position half ranges (x, y, z metres; zeros without one): how

@@ -13,6 +13,7 @@ from isaaclab_arena.relations.kinds.kind import (
     PackedRelation,
     ParamColumns,
     ParamRow,
+    RoomRow,
     RelationKind,
     RelationLossStrategy,
 )
@@ -80,7 +81,7 @@ def pack(rel: NextTo, ctx) -> PackedRelation:
 
 @wp.func
 def interval(axis: int, flag: int, f: ParamRow, olo: wp.vec3, ohi: wp.vec3, plo: wp.vec3, phi: wp.vec3,
-             at_ratio: int):
+             at_ratio: int, room: RoomRow):
     """Origin range putting the gap in [dist, dist + tol] (aimed inside by a small band) and the subject's
     centre within the parent's cross extent (at the ratio point when ``at_ratio`` and a ratio is given)."""
     lo = wp.vec3(-BIG)

@@ -6,13 +6,14 @@ from dataclasses import dataclass
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.geometry import BIG, shrunk
+from isaaclab_arena.relations.kernels.geometry import BIG, shrunk, with_room
 from isaaclab_arena.relations.kinds.kind import (
     CauseCode,
     KindRole,
     PackedRelation,
     ParamColumns,
     ParamRow,
+    RoomRow,
     RelationKind,
     RelationLossStrategy,
 )
@@ -56,36 +57,32 @@ class OnCause(CauseCode):
     ABOVE = 3, "above the support top (more than clearance_m + on_relation_z_tolerance_m)"
 
 
-COLUMNS = ParamColumns("clearance_m", "edge_margin_m", "z_tolerance_m", "room_neg_x", "room_pos_x", "room_neg_y",
-                       "room_pos_y")
-CLEARANCE, MARGIN, ZTOL, ROOM = COLUMNS.constants()[:4]
+COLUMNS = ParamColumns("clearance_m", "edge_margin_m", "z_tolerance_m")
+CLEARANCE, MARGIN, ZTOL = COLUMNS.constants()
 
 
 def pack(rel: On, ctx) -> PackedRelation:
-    """The subject's height is fixed by the support (pinned Z) and it may touch the support. The ``room_*``
-    columns hold what its NextTo chain needs beyond its footprint on this support (the solver's target
-    leaves it free; the check ignores it)."""
+    """The subject's height is fixed by the support (pinned Z) and it may touch the support."""
     ctx.pin(2)
     ctx.exempt_from_overlap()
-    room = ctx.chain_room("footprint") if not rel.overlap else [0.0] * 4
     return PackedRelation(flag=int(rel.overlap), values={
         "clearance_m": rel.clearance_m, "edge_margin_m": rel.edge_margin_m,
-        "z_tolerance_m": ctx.placer_params.on_relation_z_tolerance_m,
-        **dict(zip(("room_neg_x", "room_pos_x", "room_neg_y", "room_pos_y"), room))})
+        "z_tolerance_m": ctx.placer_params.on_relation_z_tolerance_m})
 
 
 @wp.func
 def interval(axis: int, flag: int, f: ParamRow, olo: wp.vec3, ohi: wp.vec3,
-             plo: wp.vec3, phi: wp.vec3, at_ratio: int):
-    """X/Y: the inset footprint less the room the subject's NextTo chain needs (overlap: any intersection);
-    Z: bottom at top + clearance."""
+             plo: wp.vec3, phi: wp.vec3, at_ratio: int, room: RoomRow):
+    """X/Y: the inset footprint less the room the subject's NextTo chain needs on this support (``room[0:4]``;
+    overlap: any intersection); Z: bottom at top + clearance."""
     lo = wp.vec3(-BIG)
     hi = wp.vec3(BIG)
     for a in range(2):
         if flag != 0:
             l, h = shrunk(plo[a] - ohi[a], phi[a] - olo[a])
         else:
-            l, h = shrunk(plo[a] + f[MARGIN] + f[ROOM + 2 * a] - olo[a], phi[a] - f[MARGIN] - f[ROOM + 2 * a + 1] - ohi[a])
+            l, h = shrunk(plo[a] + f[MARGIN] - olo[a], phi[a] - f[MARGIN] - ohi[a])
+            l, h = with_room(l, h, room[2 * a], room[2 * a + 1])
         lo[a] = l
         hi[a] = h
     z = phi[2] + f[CLEARANCE] - olo[2]

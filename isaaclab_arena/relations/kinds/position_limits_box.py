@@ -6,13 +6,14 @@ from dataclasses import dataclass
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.geometry import BIG, flagged
+from isaaclab_arena.relations.kernels.geometry import BIG, flagged, with_room
 from isaaclab_arena.relations.kinds.kind import (
     CauseCode,
     KindRole,
     PackedRelation,
     ParamColumns,
     ParamRow,
+    RoomRow,
     RelationKind,
     RelationLossStrategy,
 )
@@ -52,33 +53,35 @@ class PositionLimitsBoxCause(CauseCode):
     OUTSIDE = 1, "outside the position limits"
 
 
-COLUMNS = ParamColumns("x_min", "y_min", "z_min", "x_max", "y_max", "z_max", "room_neg_x", "room_pos_x", "room_neg_y",
-                       "room_pos_y")
-X_MIN, Y_MIN, Z_MIN, X_MAX, Y_MAX, Z_MAX, ROOM = COLUMNS.constants()[:7]
+COLUMNS = ParamColumns("x_min", "y_min", "z_min", "x_max", "y_max", "z_max", "spread_x", "spread_y")
+X_MIN, Y_MIN, Z_MIN, X_MAX, Y_MAX, Z_MAX, SPREAD_X, SPREAD_Y = COLUMNS.constants()
 _OPEN = 1.0e9  # an open bound (metres); equals the kernels' BIG
 
 
 def pack(rel: PositionLimitsBox, ctx) -> PackedRelation:
-    """Open bounds are packed as +-1e9 m. The ``room_*`` columns hold what the subject's NextTo chain needs
-    beyond its origin inside these limits, plus its RandomAroundSolution X/Y half ranges (the solver's target
-    leaves it free; the check ignores it; Z limits get no such room)."""
+    """Open bounds are packed as +-1e9 m. ``spread_x/y`` are the subject's RandomAroundSolution half ranges: the
+    modifier moves the origin after solving, so the solver keeps that far inside (Z limits get no such room;
+    the check judges the limits themselves)."""
     values = {}
     for axis, (lo, hi) in zip("xyz", (rel.x_limits, rel.y_limits, rel.z_limits)):
         values[f"{axis}_min"] = -_OPEN if lo is None else lo
         values[f"{axis}_max"] = _OPEN if hi is None else hi
-    room = ctx.chain_room("origin")
-    half = ctx.random_half_ranges()  # RandomAroundSolution moves the origin after solving: keep it inside
-    room = [room[0] + half[0], room[1] + half[0], room[2] + half[1], room[3] + half[1]]
-    values.update(zip(("room_neg_x", "room_pos_x", "room_neg_y", "room_pos_y"), room))
+    half = ctx.random_half_ranges()
+    values["spread_x"], values["spread_y"] = half[0], half[1]
     return PackedRelation(values=values)
 
 
 @wp.func
 def interval(axis: int, flag: int, f: ParamRow, olo: wp.vec3, ohi: wp.vec3, plo: wp.vec3, phi: wp.vec3,
-             at_ratio: int):
-    """The box, less the room the subject's NextTo chain needs on X/Y."""
-    lo = wp.vec3(f[X_MIN] + f[ROOM], f[Y_MIN] + f[ROOM + 2], f[Z_MIN])
-    hi = wp.vec3(f[X_MAX] - f[ROOM + 1], f[Y_MAX] - f[ROOM + 3], f[Z_MAX])
+             at_ratio: int, room: RoomRow):
+    """The box, less on X/Y the room the subject's NextTo chain needs inside it (``room[4:8]``) and its
+    RandomAroundSolution spread."""
+    lo = wp.vec3(f[X_MIN], f[Y_MIN], f[Z_MIN])
+    hi = wp.vec3(f[X_MAX], f[Y_MAX], f[Z_MAX])
+    for a in range(2):
+        l, h = with_room(lo[a], hi[a], room[4 + 2 * a] + f[SPREAD_X + a], room[5 + 2 * a] + f[SPREAD_X + a])
+        lo[a] = l
+        hi[a] = h
     return lo, hi
 
 
