@@ -142,7 +142,7 @@ def main() -> None:
     if unknown:
         ap.error(f"unknown scenes {unknown}; accepted: {PLACEMENT_SCENES}")
     placement = os.path.join(sides["after"], "scripts", "bench_placement.py")
-    extra = ["--no-peer"] + (["--quick"] if args.quick else [])
+    extra = ["--no-peer", "--no-spread"] + (["--quick"] if args.quick else [])
     extra += ["--runs", str(args.runs)] if args.runs else []
     extra += ["--window_s", str(args.window_s)] if args.window_s is not None else []
     jobs = [(scene, placement, ["--scenes", scene, *extra], placement_figures) for scene in scenes]

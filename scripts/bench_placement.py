@@ -5,7 +5,11 @@ Prints one line per (scene, batch):
         spread_pct=... windows=... calls=...
 plus ``bench scene=... compile_s=...`` (one-time compile and kernel load, excluded from the rates),
 ``bench scene=... batch=... validate_only_per_s=...`` (the check pass alone on one solved batch: the ceiling;
-``n/a`` where the checkout has no known way to run it alone), and for boxes3/boxes10 Isaac Lab's stock
+``n/a`` where the checkout has no known way to run it alone),
+  bench scene=boxes3 spread_tv=... border_frac=... reference_border_frac=...
+(how the solver's layouts spread against brute-force rejection sampling, ``placement_spread.py``; the worst
+total-variation distance of an object's X or Y histogram, and the fraction of objects within 1 mm of their
+feasible range's border), and for boxes3/boxes10 Isaac Lab's stock
 randomiser (``sample_object_poses`` of isaaclab_tasks/contrib/stack/mdp/stack_events.py) checked by our
 validators:
   bench scene=boxes3 peer=isaaclab_stock layouts_per_s=... valid_rate=... ratio=...
@@ -44,12 +48,23 @@ import torch  # noqa: E402
 from bench_timing import code_line, sustained  # noqa: E402
 from isaaclab_arena.relations.scenes import SCENES, TABLE_SIZE  # noqa: E402
 
+try:  # placer settings of the chain scenes (absent in older checkouts)
+    from isaaclab_arena.relations.scenes import SCENE_PLACER_PARAMS  # noqa: E402
+except ImportError:
+    SCENE_PLACER_PARAMS = {}
+
 # all_relations uses every remaining relation kind but ClutterOn (it must be an object's only spatial
 # relation), which the clutter scene covers: six boxes released on the table's central 40 %.
+# chain4 / row5 / chain4_yaw: relation chains (a NextTo chain with cross_position_ratio, a row tied by AlignWith
+# and NextTo inside PositionLimitsBox, the chain with random yaw), measured for their valid_rate.
 FULL = [("boxes3", [1, 32, 128, 1024, 4096]), ("boxes10", [1, 128, 1024]), ("mug_bowl", [1, 1024]),
-        ("crowded14", [256]), ("all_relations", [256]), ("clutter", [256])]
+        ("crowded14", [256]), ("all_relations", [256]), ("clutter", [256]), ("chain4", [1024]), ("row5", [1024]),
+        ("chain4_yaw", [1024])]
 QUICK = [("boxes3", [1, 128]), ("boxes10", [128]), ("mug_bowl", [128]), ("crowded14", [64]), ("all_relations", [64]),
-         ("clutter", [64])]
+         ("clutter", [64]), ("chain4", [128]), ("row5", [128]), ("chain4_yaw", [128])]
+#: Scenes whose spread is measured against rejection sampling, with (rejection-sampled, solved) layout counts.
+SPREAD = {"boxes3": (8000, 16000), "mug_bowl": (3000, 8000)}
+SPREAD_QUICK = {"boxes3": (1500, 3000)}
 PEER = {"boxes3": (3, 4096), "boxes10": (10, 1024)}
 PEER_QUICK = {"boxes3": (3, 256), "boxes10": (10, 64)}
 #: Pairwise clearance the solver keeps between placed objects when the core does not say (metres).
@@ -68,14 +83,14 @@ def _import(*candidates):
     raise ImportError(f"none of {candidates} is importable from this checkout")
 
 
-def make_placer(seed: int):
-    """``ObjectPlacer(ObjectPlacerParams(placement_seed=seed))`` with the solver's progress line off where the
-    checkout has ``RelationSolverParams(verbose=...)`` (printing is not timed work)."""
+def make_placer(seed: int, **params):
+    """``ObjectPlacer(ObjectPlacerParams(placement_seed=seed, **params))`` with the solver's progress line off
+    where the checkout has ``RelationSolverParams(verbose=...)`` (printing is not timed work)."""
     ObjectPlacer = _import(("isaaclab_arena.relations.object_placer", "ObjectPlacer"),
                            ("isaaclab_arena.relations", "ObjectPlacer"))
     ObjectPlacerParams = _import(("isaaclab_arena.relations.object_placer_params", "ObjectPlacerParams"),
                                  ("isaaclab_arena.relations", "ObjectPlacerParams"))
-    kw = {"placement_seed": seed}
+    kw = {"placement_seed": seed, **params}
     try:
         solver_params = ObjectPlacerParams().solver_params
         if hasattr(solver_params, "verbose"):
@@ -127,8 +142,11 @@ def peer_verdicts(placer, assets, positions: torch.Tensor, device: str):
 
 
 def bench_scene(name: str, batches: list[int], timing: dict, device: str, results: dict) -> None:
+    if name not in SCENES:  # an older checkout without this scene
+        print(f"bench scene={name} n/a", flush=True)
+        return
     assets = SCENES[name]()
-    placer = make_placer(1234)
+    placer = make_placer(1234, **SCENE_PLACER_PARAMS.get(name, {}))
     num_envs = max(batches)
     t0 = time.perf_counter()
     problem = placer.compile(assets, num_envs, device)
@@ -202,6 +220,22 @@ def bench_peer(name: str, n_obj: int, n_layouts: int, timing: dict, device: str,
           f"min_separation_m={min_sep:.4f} clearance_m={clearance:g} {s.keys()}", flush=True)
 
 
+def bench_spread(name: str, counts: tuple[int, int]) -> None:
+    """``bench scene=... spread_tv=... border_frac=... reference_border_frac=...``: the solver's layouts against
+    brute-force rejection sampling (``placement_spread.py``)."""
+    import placement_spread as spread
+
+    assets = SCENES[name]()
+    t0 = time.perf_counter()
+    reference = spread.rejection_layouts(assets, counts[0])
+    solved = spread.solver_layouts(assets, counts[1])
+    lo, hi, _ = spread.feasible_ranges(make_placer(0), assets)
+    print(f"bench scene={name} spread_tv={spread.spread_tv(solved, reference, lo, hi):.4f} "
+          f"border_frac={spread.border_frac(solved, lo, hi):.4f} "
+          f"reference_border_frac={spread.border_frac(reference, lo, hi):.4f} reference_layouts={len(reference)} "
+          f"solved_layouts={len(solved)} seconds={time.perf_counter() - t0:.1f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small batches, short windows (CI)")
@@ -212,6 +246,8 @@ def main() -> None:
     ap.add_argument("--scenes", nargs="*", default=None, help="subset of scenes")
     ap.add_argument("--batches", nargs="*", type=int, default=None, help="subset of batch sizes")
     ap.add_argument("--no-peer", dest="peer", action="store_false", help="skip Isaac Lab's stock randomiser")
+    ap.add_argument("--no-spread", dest="spread", action="store_false", help="skip the spread against rejection "
+                                                                             "sampling")
     args = ap.parse_args()
     plan = QUICK if args.quick else FULL
     timing = {"windows": args.runs or (3 if args.quick else 5),
@@ -229,6 +265,10 @@ def main() -> None:
     results: dict = {}
     for name, batches in plan:
         bench_scene(name, batches, timing, args.device, results)
+    if args.spread:
+        for name, counts in (SPREAD_QUICK if args.quick else SPREAD).items():
+            if not args.scenes or name in args.scenes:
+                bench_spread(name, counts)
     if not args.peer:
         return
     for name, (n_obj, n_layouts) in (PEER_QUICK if args.quick else PEER).items():

@@ -11,6 +11,16 @@ from isaaclab_arena.relations.optimization.losses.relation_loss_strategies impor
 )
 
 
+def available_cores() -> int:
+    """CPU cores this process may run on."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # platforms without affinity
+        return max(1, os.cpu_count() or 1)
+
+
 @dataclass
 class RelationSolverParams:
     """Solver settings.
@@ -45,8 +55,9 @@ class RelationSolverParams:
             candidate's exit test (every violation <= 0) fires after a finite number of steps.
         init_attempts: Initial samples drawn per object (the first one that is free of overlap with the
             objects placed before it is kept, else the least overlapping one).
-        cpu_threads: On the CPU, batches of 256 or more candidates are split over this many threads
-            (results do not depend on it).
+        cpu_threads: On the CPU, batches of 256 or more candidates are split over this many threads (each
+            candidate is solved by one thread from its own random stream, so the layouts are the same for
+            every value); None (the default) uses the cores this process may run on.
     """
 
     max_iters: int = 600
@@ -66,7 +77,7 @@ class RelationSolverParams:
     eps: float = 1e-8
     penalty_margin_m: float = 1e-3
     init_attempts: int = 8
-    cpu_threads: int = 2
+    cpu_threads: int | None = None
 
     def __post_init__(self):
         import math
@@ -96,8 +107,11 @@ class RelationSolverParams:
                 raise ValueError(f"RelationSolverParams.{name} must be a finite number >= 0, got {v!r}")
         if isinstance(self.init_attempts, bool) or not isinstance(self.init_attempts, int) or self.init_attempts <= 0:
             raise ValueError(f"RelationSolverParams.init_attempts must be a positive integer, got {self.init_attempts!r}")
+        if self.cpu_threads is None:
+            self.cpu_threads = available_cores()
         if isinstance(self.cpu_threads, bool) or not isinstance(self.cpu_threads, int) or self.cpu_threads <= 0:
-            raise ValueError(f"RelationSolverParams.cpu_threads must be a positive integer, got {self.cpu_threads!r}")
+            raise ValueError(f"RelationSolverParams.cpu_threads must be a positive integer or None, got "
+                             f"{self.cpu_threads!r}")
         if not isinstance(self.collision_strategy, NoCollisionLossStrategy):
             raise ValueError("RelationSolverParams.collision_strategy must be a NoCollisionLossStrategy, got "
                              f"{self.collision_strategy!r}")
