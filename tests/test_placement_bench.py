@@ -29,7 +29,14 @@ def test_bench_quick_mode_prints_parseable_lines(tmp_path):
     assert len(code) == 1 and code[0].split()[1] == f"code={ROOT}", code  # measured this checkout
     rows = _rows(out.stdout)
     solved = [r for r in rows if "layouts_per_s" in r and "batch" in r and "peer" not in r]
-    assert {r["scene"] for r in solved} == {"boxes3", "boxes10", "mug_bowl", "crowded14", "all_relations", "clutter"}
+    assert {r["scene"] for r in solved} == {"boxes3", "boxes10", "mug_bowl", "crowded14", "all_relations", "clutter",
+                                           "chain4", "row5", "chain4_yaw"}
+    chains = {r["scene"]: float(r["valid_rate"]) for r in solved if r["scene"] in ("chain4", "row5", "chain4_yaw")}
+    assert min(chains.values()) >= 0.9, chains
+    spread = [r for r in rows if "spread_tv" in r]
+    assert [r["scene"] for r in spread] == ["boxes3"]
+    assert 0.0 <= float(spread[0]["spread_tv"]) <= 1.0 and 0.0 <= float(spread[0]["border_frac"]) <= 1.0
+    assert 0.0 <= float(spread[0]["reference_border_frac"]) <= 1.0
     for r in solved:
         assert float(r["layouts_per_s"]) > 0 and 0.0 <= float(r["valid_rate"]) <= 1.0 and float(r["ms_per_solve"]) > 0
         assert float(r["cpu_layouts_per_s"]) > 0 and float(r["spread_pct"]) >= 0

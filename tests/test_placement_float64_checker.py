@@ -27,7 +27,6 @@ from isaaclab_arena.relations.relations import (
     PositionLimitsBox,
     PositionLimitsCylindrical,
 )
-from isaaclab_arena.relations.kinds import CHECK_SLOTS
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 from isaaclab_arena.relations.scenes import SCENES, on_table, table
 
@@ -205,11 +204,6 @@ def test_checker_rejects_broken_clutter_and_missed_objectives():
 
 # ------------------------------------------------------------------------------ randomly generated scenes
 NEW_CHECKS = ("position_limits", "at_position", "clearance")
-new_checks_pending = pytest.mark.xfail(
-    not set(NEW_CHECKS) <= set(CHECK_SLOTS), strict=False,
-    reason="until position_limits, at_position and clearance are checks, 'valid' layouts may miss them")
-
-
 @functools.lru_cache(maxsize=None)
 def solved_random_scene(seed: int):
     """(assets, what it uses, the candidates marked valid) of random scene ``seed``: 8 envs x 8 draws."""
@@ -232,7 +226,6 @@ def test_random_scene_valid_layouts_pass_every_relation_in_float64(seed):
         assert fails == [], (seed, used, cand.env_id, cand.sample_id, fails)
 
 
-@new_checks_pending
 @pytest.mark.parametrize("seed", RANDOM_SEEDS)
 def test_random_scene_valid_layouts_meet_limits_positions_and_clearance_in_float64(seed):
     assets, used, valid, clearance = solved_random_scene(seed)

@@ -171,8 +171,8 @@ def test_impossible_scenes_without_fallbacks_fail_naming_relations_and_metres():
                 for n in ("slab_a", "slab_b")]
 
     with pytest.raises(RuntimeError, match=r"Placement pool could not fill 2 layouts per env after 2 solve batches\. "
-                                           r"Available per env: \[0, 0\].*env 0: failed no_overlap; env 1: failed "
-                                           r"no_overlap\. In env\(s\) \[0, 1\], relations in conflict .*no_overlap: "
+                                           r"Available per env: \[0, 0\].*env 0: failed no_overlap, clearance; env 1: "
+                                           r"failed no_overlap, clearance\. In env\(s\) \[0, 1\], relations in conflict .*no_overlap: "
                                            r"'slab_a' overlaps 'slab_b' \(failed in 8/8 candidates, never met: closest "
                                            r"by 0\.050 m.*Met by every candidate .*'slab_a' on\(table\), "
                                            r"'slab_b' on\(table\)"):

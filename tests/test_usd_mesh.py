@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-import trimesh
 
 pxr = pytest.importorskip("pxr")
 from pxr import Gf, Usd, UsdGeom, UsdPhysics, Vt  # noqa: E402
