@@ -73,7 +73,7 @@ def _urdf_joints():
 
 
 def test_usd_joints_limits_root_and_drives_follow_the_urdf():
-    pxr = pytest.importorskip("pxr")
+    pytest.importorskip("pxr")
     from pxr import Usd, UsdPhysics
 
     stage = Usd.Stage.Open(os.path.join(FOLDER, "panda.usda"))

@@ -216,9 +216,6 @@ def explanation_text(misses: list[ClosestMiss], kept: list[str]) -> str:
 
 
 #: Pair checks the tally follows: the batch fields of each candidate's worst pair and its depth, the cause text.
-_TALLY_PAIRS = {"no_overlap": ("overlap_pair", "overlap_depth", "'{a}' overlaps '{b}'"),
-                "clearance": ("clearance_pair", "clearance_depth", "'{a}' and '{b}' closer than their clearance")}
-
 
 class FailureTally:
     """Per env: for every relation, no_overlap pair and required check, how many candidates failed it and the
@@ -238,8 +235,8 @@ class FailureTally:
         self.rel_fail_min = torch.full((E, R), inf, device=dev)   # min excess over failing candidates
         self.rel_fail_cause = torch.zeros((E, R), dtype=torch.long, device=dev)
         self.rel_fail = torch.zeros((E, R), dtype=torch.long, device=dev)
-        self.pair_min = {c: torch.full((E, P), inf, device=dev) for c in _TALLY_PAIRS}
-        self.pair_fail = {c: torch.zeros((E, P), dtype=torch.long, device=dev) for c in _TALLY_PAIRS}
+        self.pair_min = {c: torch.full((E, P), inf, device=dev) for c in PAIR_CHECKS}
+        self.pair_fail = {c: torch.zeros((E, P), dtype=torch.long, device=dev) for c in PAIR_CHECKS}
         self.check_fail = torch.zeros((E, len(self.required)), dtype=torch.long, device=dev)
         # column of each relation's check among the required ones (the last, always False, when not required)
         col = [self.required.index(r.check) if r.check in self.required else len(self.required) for r in p.relations]
@@ -270,7 +267,7 @@ class FailureTally:
             hit = fails & (fail_ex == self.rel_fail_min[env])
             bi, ri = hit.nonzero(as_tuple=True)
             self.rel_fail_cause[env[bi], ri] = cause[bi, ri]
-        for check, (pair_field, depth_field, _) in _TALLY_PAIRS.items():
+        for check, (pair_field, depth_field, _) in PAIR_CHECKS.items():
             depth = getattr(b, depth_field, None)
             if check not in failed or depth is None:
                 continue
@@ -302,7 +299,7 @@ class FailureTally:
                     touched.update({cr.subject, cr.parent} - {None})
                     out.append(ClosestMiss(cr.check, f"{cr.description}: {cr.kind.cause_text(cause[r])}",
                                            max(rel_min[r], 0.0), count, n, fenv[r]))
-        for check, (_, _, text) in _TALLY_PAIRS.items():
+        for check, (_, _, text) in PAIR_CHECKS.items():
             pair_fail = self.pair_fail[check][sel].sum(0).tolist()
             if not any(pair_fail):
                 continue
