@@ -215,8 +215,6 @@ def explanation_text(misses: list[ClosestMiss], kept: list[str]) -> str:
     return text
 
 
-#: Pair checks the tally follows: the batch fields of each candidate's worst pair and its depth, the cause text.
-
 class FailureTally:
     """Per env: for every relation, no_overlap pair and required check, how many candidates failed it and the
     smallest violation (metres) any candidate had. ``add`` is batched torch on the batch's device (no host
