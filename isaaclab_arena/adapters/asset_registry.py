@@ -19,7 +19,6 @@ build Isaac Lab spawner configs; importing it installs the USD geometry reader (
 from __future__ import annotations
 
 import copy
-import difflib
 import importlib
 import importlib.util
 import inspect
@@ -27,6 +26,7 @@ from typing import Any, Callable
 
 from isaaclab_arena.assets.asset import Object
 from isaaclab_arena.utils import checks
+from isaaclab_arena.utils.checks import did_you_mean
 
 AssetFactory = Callable[..., Any]
 
@@ -101,9 +101,8 @@ def get_registered_asset(registry_name: str) -> AssetFactory:
         return _REGISTRY[registry_name]
     except (KeyError, TypeError):
         known = sorted(_REGISTRY)
-        close = difflib.get_close_matches(str(registry_name), known, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise UnknownAssetError(f"Unknown asset registry_name {registry_name!r}{hint}; registered assets: "
+        raise UnknownAssetError(f"Unknown asset registry_name {registry_name!r}{did_you_mean(registry_name, known)}; "
+                                f"registered assets: "
                                 f"{', '.join(known)}") from None
 
 

@@ -7,10 +7,11 @@ Built-in embodiments (``isaaclab_arena.embodiments.franka_panda``) are loaded on
 from __future__ import annotations
 
 import copy
-import difflib
 import importlib
 import inspect
 from typing import Any, Callable
+
+from isaaclab_arena.utils.checks import did_you_mean
 
 EmbodimentFactory = Callable[..., Any]
 
@@ -67,9 +68,8 @@ def get_embodiment_factory(registry_name: str) -> EmbodimentFactory:
         return _REGISTRY[registry_name]
     except (KeyError, TypeError):
         known = sorted(_REGISTRY)
-        close = difflib.get_close_matches(str(registry_name), known, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise UnknownEmbodimentError(f"Unknown embodiment registry_name {registry_name!r}{hint}; registered "
+        raise UnknownEmbodimentError(f"Unknown embodiment registry_name {registry_name!r}"
+                                     f"{did_you_mean(registry_name, known)}; registered "
                                      f"embodiments: {', '.join(known)}") from None
 
 

@@ -10,14 +10,19 @@ is built (``build.py``), by the relation's own constructor.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from typing import Any
 
 from isaaclab_arena.env_spec.nodes import RelationNode
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
 from isaaclab_arena.env_spec.yaml_lines import line_of, line_text, start_line
-from isaaclab_arena.relations.relations import RELATION_KIND_ALIASES, RELATION_KINDS, Relation, RelationBase
+from isaaclab_arena.relations.relations import (
+    RELATION_KIND_ALIASES,
+    RELATION_KINDS,
+    Relation,
+    RelationBase,
+)
+from isaaclab_arena.utils.checks import did_you_mean
 from isaaclab_arena.utils.plain_data import plain
 
 ENTRY_KEYS = ("id", "kind", "subject", "reference", "params")
@@ -64,8 +69,7 @@ def resolve_kind(kind: Any, *, where: str, line: int | None) -> type[RelationBas
                         where=where, key="kind", line=line)
     canonical = RELATION_KIND_ALIASES.get(kind, kind)
     if canonical not in RELATION_KINDS:
-        close = difflib.get_close_matches(kind, list(RELATION_KINDS) + list(RELATION_KIND_ALIASES), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        hint = did_you_mean(kind, list(RELATION_KINDS) + list(RELATION_KIND_ALIASES))
         raise SpecIssue(f"unknown relation kind {kind!r}{hint}; accepted kinds: {known_kinds_text()}",
                         where=where, key="kind", line=line)
     return RELATION_KINDS[canonical]
@@ -105,9 +109,8 @@ def _parameters(cls, raw: dict, where: str, line: int | None) -> tuple[dict, dic
             if not isinstance(name, str):
                 raise SpecIssue(f"parameter name {name!r} is not a string (quote it)", where=where, key=key, line=pline)
             if name not in accepted:
-                close = difflib.get_close_matches(name, list(accepted), n=1)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise SpecIssue(f"unknown parameter '{name}'{hint} for {cls.__name__}; accepted parameters: "
+                raise SpecIssue(f"unknown parameter '{name}'{did_you_mean(name, accepted)} for {cls.__name__}; "
+                                f"accepted parameters: "
                                 f"{params_text(accepted)}", where=where, key=key, line=pline)
             if name in params:
                 raise SpecIssue(f"parameter '{name}' is given twice (inline and under params)", where=where, key=key,

@@ -55,10 +55,23 @@ class PhysicsSettledValidator(PostPhysicsPlacementValidator):
         return self._reports(batch, failed, msgs)
 
 
-def check_shift_limits(v) -> None:
-    """Validates a shift check's ``max_translation_m`` / ``max_rotation_deg``."""
-    v.max_translation_m = positive_setting(v.max_translation_m, v.check, "max_translation_m")
-    v.max_rotation_deg = positive_setting(v.max_rotation_deg, v.check, "max_rotation_deg")
+@dataclass
+class ShiftLimits:
+    """The limits, applicability and setting checks the two shift checks share (a field mixin, not a validator).
+    The check lists what it compares in ``_keys(batch)``; ``_not_applicable`` says why when that is empty."""
+
+    max_translation_m: float = 0.002
+    """Largest accepted translation, metres (initial-to-final root motion, or a link's root-relative motion)."""
+    max_rotation_deg: float = 2.0
+    """Largest accepted rotation, degrees (initial-to-final root rotation, or a link's root-relative rotation)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.max_translation_m = positive_setting(self.max_translation_m, self.check, "max_translation_m")
+        self.max_rotation_deg = positive_setting(self.max_rotation_deg, self.check, "max_rotation_deg")
+
+    def is_applicable(self, batch):
+        return (bool(self._keys(batch)), self._not_applicable)
 
 
 def shift_reports(v, batch, labels, trans, rot, verb):
@@ -79,7 +92,7 @@ def shift_reports(v, batch, labels, trans, rot, verb):
 
 @register_validator
 @dataclass
-class PoseShiftValidator(PostPhysicsPlacementValidator):
+class PoseShiftValidator(ShiftLimits, PostPhysicsPlacementValidator):
     """Non-clutter roots end where they were placed (robot and supports included).
 
     ``max_translation_m`` / ``max_rotation_deg`` bound the initial-to-final root translation (metres) and
@@ -88,17 +101,6 @@ class PoseShiftValidator(PostPhysicsPlacementValidator):
 
     check: ClassVar[str] = "pose_shift"
     _not_applicable: ClassVar[str] = "every root is a ClutterOn drop"
-    max_translation_m: float = 0.002
-    """Largest accepted translation, metres (initial-to-final root motion, or a link's root-relative motion)."""
-    max_rotation_deg: float = 2.0
-    """Largest accepted rotation, degrees (initial-to-final root rotation, or a link's root-relative rotation)."""
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_shift_limits(self)
-
-    def is_applicable(self, batch):
-        return (bool(self._keys(batch)), self._not_applicable)
 
     def _keys(self, batch):
         return [k for k in batch.root_keys if k not in batch.clutter_keys]
@@ -113,7 +115,7 @@ class PoseShiftValidator(PostPhysicsPlacementValidator):
 
 @register_validator
 @dataclass
-class ArticulationLinkShiftValidator(PostPhysicsPlacementValidator):
+class ArticulationLinkShiftValidator(ShiftLimits, PostPhysicsPlacementValidator):
     """Links of articulated task objects keep their pose relative to the object's root (robots excluded).
 
     ``max_translation_m`` / ``max_rotation_deg`` bound the change of a link's root-relative position (metres)
@@ -122,17 +124,6 @@ class ArticulationLinkShiftValidator(PostPhysicsPlacementValidator):
 
     check: ClassVar[str] = "articulation_link_shift"
     _not_applicable: ClassVar[str] = "no articulated task objects"
-    max_translation_m: float = 0.002
-    """Largest accepted translation, metres (initial-to-final root motion, or a link's root-relative motion)."""
-    max_rotation_deg: float = 2.0
-    """Largest accepted rotation, degrees (initial-to-final root rotation, or a link's root-relative rotation)."""
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_shift_limits(self)
-
-    def is_applicable(self, batch):
-        return (bool(self._keys(batch)), self._not_applicable)
 
     def _keys(self, batch):
         return [k for k in batch.final_link_poses if k not in batch.robot_keys]

@@ -10,6 +10,7 @@ the caller's field names carry them (``clearance_m``, ``yaw_rad``).
 
 from __future__ import annotations
 
+import difflib
 import math
 from enum import Enum
 from typing import Any, TypeVar
@@ -103,3 +104,9 @@ def instance_of(value: Any, cls: type | tuple[type, ...], owner: str, field: str
     if not isinstance(value, cls):
         raise TypeError(f"{owner}: {field} must be {what}{' or None' if optional else ''}, got {value!r}")
     return value
+
+
+def did_you_mean(name: Any, known) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``known`` to ``name``, or ``""`` when none is close."""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""

@@ -9,14 +9,13 @@ from isaaclab_arena.relations.kernels.geometry import BIG, overlap_depth
 from isaaclab_arena.relations.kernels.tables import (
     PF_CLEARANCE,
     RI_AXIS,
-    RI_CHILD,
     RI_FLAG,
-    RI_PARENT,
     RI_ROW,
     CandidateState,
     SceneTables,
     SolveOutputs,
     obj_bounds,
+    relation_row_bounds,
 )
 from isaaclab_arena.relations.kinds.dispatch import (
     NUM_KINDS,
@@ -70,14 +69,8 @@ def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write:
         for r in range(T.kind_start[kid], T.kind_start[kid + 1]):
             ri = T.rel_i[r]
             f = T.rel_f[r]
-            c = ri[RI_CHILD]
-            clo, chi = obj_bounds(T, S, b, e, c)
-            plo = clo
-            phi = chi
-            if ri[RI_PARENT] >= 0:
-                plo, phi = obj_bounds(T, S, b, e, ri[RI_PARENT])
-            ex, cause = wp.static(VIOLATION_FUNCS[kid])(ri[RI_AXIS], ri[RI_FLAG], f, S.x[b, c], clo, chi, plo, phi,
-                                                        slack)
+            c, p, x, clo, chi, plo, phi = relation_row_bounds(T, S, b, e, r)
+            ex, cause = wp.static(VIOLATION_FUNCS[kid])(ri[RI_AXIS], ri[RI_FLAG], f, x, clo, chi, plo, phi, slack)
             loss += f[WEIGHT] * wp.max(ex, 0.0)
             if wp.static(SLOTS[kid] >= 0):
                 if cause != 0:

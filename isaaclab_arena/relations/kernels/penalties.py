@@ -11,12 +11,12 @@ from isaaclab_arena.relations.kernels.tables import (
     PF_AXES,
     PF_CLEARANCE,
     RI_AXIS,
-    RI_CHILD,
     RI_FLAG,
     RI_PARENT,
     CandidateState,
     SceneTables,
     obj_bounds,
+    relation_row_bounds,
 )
 from isaaclab_arena.relations.kinds.dispatch import (
     INTERVAL_IDS,
@@ -99,14 +99,7 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
         for r in range(T.kind_start[kid], T.kind_start[kid + 1]):
             ri = T.rel_i[r]
             f = T.rel_f[r]
-            ci = ri[RI_CHILD]
-            pi = ri[RI_PARENT]
-            clo, chi = obj_bounds(T, S, b, e, ci)
-            plo = clo
-            phi = chi
-            if pi >= 0:
-                plo, phi = obj_bounds(T, S, b, e, pi)
-            x = S.x[b, ci]
+            ci, pi, x, clo, chi, plo, phi = relation_row_bounds(T, S, b, e, r)
             depth, allowance, grad = wp.static(PENALTY_FUNCS[jk])(ri[RI_AXIS], ri[RI_FLAG], f, x, clo, chi, plo, phi)
             lim = float(0.0)
             if check_level != 0:
@@ -143,15 +136,9 @@ def worst_penalty_subject(T: SceneTables, S: CandidateState, b: int, e: int) -> 
         kid = wp.static(PENALTY_IDS[jk])
         for r in range(T.kind_start[kid], T.kind_start[kid + 1]):
             ri = T.rel_i[r]
-            ci = ri[RI_CHILD]
-            pi = ri[RI_PARENT]
-            clo, chi = obj_bounds(T, S, b, e, ci)
-            plo = clo
-            phi = chi
-            if pi >= 0:
-                plo, phi = obj_bounds(T, S, b, e, pi)
-            depth, allowance, grad = wp.static(PENALTY_FUNCS[jk])(ri[RI_AXIS], ri[RI_FLAG], T.rel_f[r], S.x[b, ci],
-                                                                  clo, chi, plo, phi)
+            ci, pi, x, clo, chi, plo, phi = relation_row_bounds(T, S, b, e, r)
+            depth, allowance, grad = wp.static(PENALTY_FUNCS[jk])(ri[RI_AXIS], ri[RI_FLAG], T.rel_f[r], x, clo, chi,
+                                                                  plo, phi)
             if o < 0 and depth - allowance > 0.0:
                 o = ci
     return o
