@@ -22,8 +22,8 @@ from isaaclab_arena.relations.validation.registry import (
 )
 from isaaclab_arena.relations.validation.types import PlacementCheck, PlacementValidatorReport, ValidationCost
 
-BUILTIN = ["no_overlap", "clearance", "on_relation", "clutter_on_relation", "next_to", "not_next_to", "align_with",
-           "at_position", "position_limits", "face_to"]
+BUILTIN = ["no_overlap", "clearance", "on_relation", "clutter_on_relation", "next_to", "align_with", "at_position",
+           "position_limits", "not_next_to", "face_to"]
 
 
 @pytest.fixture

@@ -9,21 +9,23 @@ from isaaclab_arena.relations.kernels.geometry import BIG, overlap_depth
 from isaaclab_arena.relations.kernels.tables import (
     PF_CLEARANCE,
     RI_AXIS,
+    RI_CHILD,
     RI_FLAG,
+    RI_KIND,
+    RI_PARENT,
     RI_ROW,
     CandidateState,
     SceneTables,
     SolveOutputs,
     obj_bounds,
-    relation_row_bounds,
 )
 from isaaclab_arena.relations.kinds.dispatch import (
     NUM_KINDS,
     NUM_SLOTS,
     SLOT_CLEARANCE,
     SLOT_NO_OVERLAP,
-    SLOTS,
-    VIOLATION_FUNCS,
+    check_slot,
+    relation_violation,
 )
 from isaaclab_arena.relations.kinds.kind import WEIGHT
 
@@ -65,19 +67,24 @@ def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write:
         fails = fails | (1 << SLOT_NO_OVERLAP)
     if not passes(worst_c, slack):
         fails = fails | (1 << SLOT_CLEARANCE)
-    for kid in range(wp.static(NUM_KINDS)):
-        for r in range(T.kind_start[kid], T.kind_start[kid + 1]):
-            ri = T.rel_i[r]
-            f = T.rel_f[r]
-            c, p, x, clo, chi, plo, phi = relation_row_bounds(T, S, b, e, r)
-            ex, cause = wp.static(VIOLATION_FUNCS[kid])(ri[RI_AXIS], ri[RI_FLAG], f, x, clo, chi, plo, phi, slack)
-            loss += f[WEIGHT] * wp.max(ex, 0.0)
-            if wp.static(SLOTS[kid] >= 0):
-                if cause != 0:
-                    fails = fails | wp.static(1 << max(SLOTS[kid], 0))
-            if write != 0:
-                O.rel_excess[b, ri[RI_ROW]] = ex
-                O.rel_cause[b, ri[RI_ROW]] = cause
+    for r in range(T.kind_start[NUM_KINDS]):
+        ri = T.rel_i[r]
+        f = T.rel_f[r]
+        kind = ri[RI_KIND]
+        c = ri[RI_CHILD]
+        clo, chi = obj_bounds(T, S, b, e, c)
+        plo = clo
+        phi = chi
+        if ri[RI_PARENT] >= 0:
+            plo, phi = obj_bounds(T, S, b, e, ri[RI_PARENT])
+        ex, cause = relation_violation(kind, ri[RI_AXIS], ri[RI_FLAG], f, S.x[b, c], clo, chi, plo, phi, slack)
+        loss += f[WEIGHT] * wp.max(ex, 0.0)
+        slot = check_slot(kind)
+        if cause != 0 and slot >= 0:
+            fails = fails | (1 << slot)
+        if write != 0:
+            O.rel_excess[b, ri[RI_ROW]] = ex
+            O.rel_cause[b, ri[RI_ROW]] = cause
     if write != 0:
         O.ov_pair[b] = wk
         O.ov_depth[b] = worst

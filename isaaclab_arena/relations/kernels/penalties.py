@@ -11,19 +11,15 @@ from isaaclab_arena.relations.kernels.tables import (
     PF_AXES,
     PF_CLEARANCE,
     RI_AXIS,
+    RI_CHILD,
     RI_FLAG,
+    RI_KIND,
     RI_PARENT,
     CandidateState,
     SceneTables,
     obj_bounds,
-    relation_row_bounds,
 )
-from isaaclab_arena.relations.kinds.dispatch import (
-    INTERVAL_IDS,
-    PENALTY_FUNCS,
-    PENALTY_IDS,
-    PUSH_FUNCS,
-)
+from isaaclab_arena.relations.kinds.dispatch import INTERVAL_END, PENALTY_END, relation_penalty, relation_push
 from isaaclab_arena.relations.kinds.kind import WEIGHT
 
 
@@ -94,37 +90,40 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
         loss += T.pair_w * wp.max(d, 0.0)
         if accumulate != 0 and d + margin > 0.0:
             pair_push(T, S, b, k, i, j, o, lo_i, hi_i, lo_j, hi_j)
-    for jk in range(wp.static(len(PENALTY_IDS))):
-        kid = wp.static(PENALTY_IDS[jk])
-        for r in range(T.kind_start[kid], T.kind_start[kid + 1]):
-            ri = T.rel_i[r]
-            f = T.rel_f[r]
-            ci, pi, x, clo, chi, plo, phi = relation_row_bounds(T, S, b, e, r)
-            depth, allowance, grad = wp.static(PENALTY_FUNCS[jk])(ri[RI_AXIS], ri[RI_FLAG], f, x, clo, chi, plo, phi)
-            lim = float(0.0)
-            if check_level != 0:
-                lim = allowance
-            vmax = wp.max(vmax, depth - lim)
-            loss += f[WEIGHT] * wp.max(depth - lim, 0.0)
-            if accumulate != 0 and depth + margin > 0.0:
-                dirn = wp.static(PUSH_FUNCS[jk])(T, S, b, ci, pi, x, clo, chi, plo, phi, ri[RI_AXIS], f)
-                S.g[b, ci] = S.g[b, ci] + f[WEIGHT] * dirn
-                if pi >= 0 and pi < T.n_mov:
-                    S.g[b, pi] = S.g[b, pi] - f[WEIGHT] * dirn
-    # INTERVAL relations to a movable parent that lost an interval conflict: push the parent
-    for jk in range(wp.static(len(INTERVAL_IDS))):
-        kid = wp.static(INTERVAL_IDS[jk])
-        for r in range(T.kind_start[kid], T.kind_start[kid + 1]):
-            ri = T.rel_i[r]
-            pi = ri[RI_PARENT]
+    for r in range(T.kind_start[INTERVAL_END], T.kind_start[PENALTY_END]):
+        ri = T.rel_i[r]
+        f = T.rel_f[r]
+        ci = ri[RI_CHILD]
+        pi = ri[RI_PARENT]
+        clo, chi = obj_bounds(T, S, b, e, ci)
+        plo = clo
+        phi = chi
+        if pi >= 0:
+            plo, phi = obj_bounds(T, S, b, e, pi)
+        x = S.x[b, ci]
+        depth, allowance, grad = relation_penalty(ri[RI_KIND], ri[RI_AXIS], ri[RI_FLAG], f, x, clo, chi, plo, phi)
+        lim = float(0.0)
+        if check_level != 0:
+            lim = allowance
+        vmax = wp.max(vmax, depth - lim)
+        loss += f[WEIGHT] * wp.max(depth - lim, 0.0)
+        if accumulate != 0 and depth + margin > 0.0:
+            dirn = relation_push(ri[RI_KIND], T, S, b, ci, pi, x, clo, chi, plo, phi, ri[RI_AXIS], f)
+            S.g[b, ci] = S.g[b, ci] + f[WEIGHT] * dirn
             if pi >= 0 and pi < T.n_mov:
-                res, shift = parent_residual(T, S, b, e, r)
-                vmax = wp.max(vmax, res)
-                w = T.rel_f[r][WEIGHT]
-                loss += w * res
-                if accumulate != 0 and res > 0.0:
-                    S.g[b, pi] = S.g[b, pi] - wp.vec3(w * wp.sign(shift[0]), w * wp.sign(shift[1]),
-                                                      w * wp.sign(shift[2]))
+                S.g[b, pi] = S.g[b, pi] - f[WEIGHT] * dirn
+    # INTERVAL relations to a movable parent that lost an interval conflict: push the parent
+    for r in range(T.kind_start[INTERVAL_END]):
+        ri = T.rel_i[r]
+        pi = ri[RI_PARENT]
+        if pi >= 0 and pi < T.n_mov:
+            res, shift = parent_residual(T, S, b, e, r)
+            vmax = wp.max(vmax, res)
+            w = T.rel_f[r][WEIGHT]
+            loss += w * res
+            if accumulate != 0 and res > 0.0:
+                S.g[b, pi] = S.g[b, pi] - wp.vec3(w * wp.sign(shift[0]), w * wp.sign(shift[1]),
+                                                  w * wp.sign(shift[2]))
     return vmax, loss
 
 
@@ -132,13 +131,17 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
 def worst_penalty_subject(T: SceneTables, S: CandidateState, b: int, e: int) -> int:
     """The subject of the first PENALTY relation the check rejects (depth beyond its allowance), or -1."""
     o = int(-1)
-    for jk in range(wp.static(len(PENALTY_IDS))):
-        kid = wp.static(PENALTY_IDS[jk])
-        for r in range(T.kind_start[kid], T.kind_start[kid + 1]):
-            ri = T.rel_i[r]
-            ci, pi, x, clo, chi, plo, phi = relation_row_bounds(T, S, b, e, r)
-            depth, allowance, grad = wp.static(PENALTY_FUNCS[jk])(ri[RI_AXIS], ri[RI_FLAG], T.rel_f[r], x, clo, chi,
-                                                                  plo, phi)
-            if o < 0 and depth - allowance > 0.0:
-                o = ci
+    for r in range(T.kind_start[INTERVAL_END], T.kind_start[PENALTY_END]):
+        ri = T.rel_i[r]
+        ci = ri[RI_CHILD]
+        pi = ri[RI_PARENT]
+        clo, chi = obj_bounds(T, S, b, e, ci)
+        plo = clo
+        phi = chi
+        if pi >= 0:
+            plo, phi = obj_bounds(T, S, b, e, pi)
+        depth, allowance, grad = relation_penalty(ri[RI_KIND], ri[RI_AXIS], ri[RI_FLAG], T.rel_f[r], S.x[b, ci], clo,
+                                                  chi, plo, phi)
+        if o < 0 and depth - allowance > 0.0:
+            o = ci
     return o

@@ -9,6 +9,7 @@ from isaaclab_arena.relations.kernels.geometry import BIG
 from isaaclab_arena.relations.kernels.tables import (
     OI_PROJ0,
     OI_PROJ1,
+    OI_SUPPORT,
     RI_AXIS,
     RI_CHILD,
     RI_FLAG,
@@ -23,41 +24,43 @@ from isaaclab_arena.relations.kinds.kind import RoomRow
 
 
 @wp.func
-def intersect_intervals(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio: int, room: RoomRow):
-    """(intersection lo, hi, highest-priority interval lo, hi) of object i's INTERVAL relations per axis."""
+def object_interval(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio: int):
+    """The per-axis range (lo, hi) of object i's origin that its INTERVAL relations allow: their
+    intersection, leaving the room its NextTo chain needs (``T.room``) unless that room conflicts with its
+    own relations (then without it); where they conflict on an axis, the highest-priority interval alone (its
+    midpoint when even that one is empty); +-BIG where no relation constrains the axis."""
     olo = S.olo[b, i]
     ohi = S.ohi[b, i]
+    oi = T.obj_i[i]
+    room = T.room[e, i]
     lo_all = wp.vec3(-BIG)
     hi_all = wp.vec3(BIG)
     lo_pri = wp.vec3(-BIG)
     hi_pri = wp.vec3(BIG)
-    oi = T.obj_i[i]
-    for k in range(oi[OI_PROJ0], oi[OI_PROJ1]):
-        r = T.proj[k]
-        ri = T.rel_i[r]
-        plo, phi = obj_bounds(T, S, b, e, wp.max(ri[RI_PARENT], 0))
-        lo, hi = relation_interval(ri[RI_KIND], ri[RI_AXIS], ri[RI_FLAG], T.rel_f[r], olo, ohi, plo, phi, at_ratio,
-                                   room)
-        for a in range(3):
-            if lo[a] > -BIG or hi[a] < BIG:
-                lo_all[a] = wp.max(lo_all[a], lo[a])
-                hi_all[a] = wp.min(hi_all[a], hi[a])
-                lo_pri[a] = lo[a]
-                hi_pri[a] = hi[a]
-    return lo_all, hi_all, lo_pri, hi_pri
-
-
-@wp.func
-def object_interval(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio: int):
-    """The per-axis range (lo, hi) of object i's origin that its INTERVAL relations allow: their
-    intersection, leaving the room its NextTo chain needs (``T.room``) unless that room conflicts with its
-    own relations; where they conflict on an axis, the highest-priority interval alone (its midpoint when
-    even that one is empty); +-BIG where no relation constrains the axis."""
-    room = T.room[e, i]
-    lo_all, hi_all, lo_pri, hi_pri = intersect_intervals(T, S, b, e, i, at_ratio, room)
-    if lo_all[0] > hi_all[0] or lo_all[1] > hi_all[1] or lo_all[2] > hi_all[2]:
-        # the room a chain would like is a preference, not a relation: drop it before giving up a relation
-        lo_all, hi_all, lo_pri, hi_pri = intersect_intervals(T, S, b, e, i, at_ratio, RoomRow())
+    attempt = int(0)
+    while attempt < 2:  # a dynamic loop: one call site of the interval dispatch
+        lo_all = wp.vec3(-BIG)
+        hi_all = wp.vec3(BIG)
+        lo_pri = wp.vec3(-BIG)
+        hi_pri = wp.vec3(BIG)
+        for k in range(oi[OI_PROJ0], oi[OI_PROJ1]):
+            r = T.proj[k]
+            ri = T.rel_i[r]
+            plo, phi = obj_bounds(T, S, b, e, wp.max(ri[RI_PARENT], 0))
+            lo, hi = relation_interval(ri[RI_KIND], ri[RI_AXIS], ri[RI_FLAG], T.rel_f[r], olo, ohi, plo, phi,
+                                       at_ratio, room)
+            for a in range(3):
+                if lo[a] > -BIG or hi[a] < BIG:
+                    lo_all[a] = wp.max(lo_all[a], lo[a])
+                    hi_all[a] = wp.min(hi_all[a], hi[a])
+                    lo_pri[a] = lo[a]
+                    hi_pri[a] = hi[a]
+        attempt += 1
+        if lo_all[0] <= hi_all[0] and lo_all[1] <= hi_all[1] and lo_all[2] <= hi_all[2]:
+            attempt = 2
+        else:
+            # the room a chain would like is a preference, not a relation: drop it before giving up a relation
+            room = RoomRow()
     for a in range(3):
         if lo_all[a] > hi_all[a]:
             if lo_pri[a] <= hi_pri[a]:
@@ -71,15 +74,48 @@ def object_interval(T: SceneTables, S: CandidateState, b: int, e: int, i: int, a
 
 
 @wp.func
-def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio: int):
-    """Clamps object i's origin into ``object_interval`` and records the interval used per axis."""
+def draw_pose(st: wp.uint32, lo: wp.vec3, hi: wp.vec3, slo: wp.vec3, shi: wp.vec3, olo: wp.vec3, ohi: wp.vec3):
+    """(an origin drawn uniformly over what the object's relations allow, the advanced random state: callers
+    must keep using the returned state).
+
+    On an axis its INTERVAL relations bound (``[lo, hi]``, e.g. a support's inset footprint minus the
+    object's extent, a NextTo gap band) the origin is uniform in that interval, so draws cover exactly the
+    feasible region and never pile up on its border; on X/Y axes no relation bounds, the object's box centre
+    is uniform over the support footprint [slo, shi] shrunk by its half size (its centre when wider); Z
+    unbounded rests the object's bottom on the support top."""
+    p = wp.vec3(0.0, 0.0, shi[2] - olo[2])
+    for a in range(3):
+        if lo[a] > -BIG and hi[a] < BIG:
+            p[a] = lo[a]
+            if lo[a] < hi[a]:
+                p[a] = wp.randf(st, lo[a], hi[a])
+        elif a < 2:
+            lo_c = slo[a] + 0.5 * (ohi[a] - olo[a])
+            hi_c = shi[a] - 0.5 * (ohi[a] - olo[a])
+            cc = 0.5 * (lo_c + hi_c)
+            if lo_c < hi_c:
+                cc = wp.randf(st, lo_c, hi_c)
+            p[a] = cc - 0.5 * (olo[a] + ohi[a])
+    return p, st
+
+
+@wp.func
+def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio: int, redraw: int,
+            st: wp.uint32) -> wp.uint32:
+    """Clamps object i's origin into ``object_interval`` (with ``redraw``, first draws it anew there with
+    ``draw_pose`` from random state ``st``) and records the interval used per axis; returns the advanced
+    random state. Kernels call it from one site each, so that it inlines."""
     lo, hi = object_interval(T, S, b, e, i, at_ratio)
     p = S.x[b, i]
+    if redraw != 0:
+        slo, shi = obj_bounds(T, S, b, e, T.obj_i[i][OI_SUPPORT])
+        p, st = draw_pose(st, lo, hi, slo, shi, S.olo[b, i], S.ohi[b, i])
     for a in range(3):
         p[a] = wp.clamp(p[a], lo[a], hi[a])
     S.x[b, i] = p
     S.ilo[b, i] = lo
     S.ihi[b, i] = hi
+    return st
 
 
 @wp.func

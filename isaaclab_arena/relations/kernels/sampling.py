@@ -5,13 +5,11 @@ from __future__ import annotations
 import warp as wp
 
 from isaaclab_arena.relations.kernels.geometry import (
-    BIG,
     box_overlaps,
     candidate_rng,
     vmin3,
 )
 from isaaclab_arena.relations.kernels.penalties import worst_penalty_subject
-from isaaclab_arena.relations.kernels.projection import object_interval
 from isaaclab_arena.relations.kernels.tables import (
     OI_ADJ0,
     OI_ADJ1,
@@ -19,18 +17,18 @@ from isaaclab_arena.relations.kernels.tables import (
     OI_PROJ0,
     OI_PROJ1,
     OI_RANK,
-    OI_SUPPORT,
     PF_CLEARANCE,
     RI_AXIS,
     RI_CHILD,
     RI_FLAG,
+    RI_KIND,
     RI_PARENT,
     CandidateState,
     SceneTables,
     obj_bounds,
 )
 from isaaclab_arena.relations.kinds import clutter_on
-from isaaclab_arena.relations.kinds.dispatch import PENALTY_FUNCS, PENALTY_IDS
+from isaaclab_arena.relations.kinds.dispatch import INTERVAL_END, PENALTY_END, relation_penalty
 
 
 @wp.func
@@ -72,20 +70,18 @@ def placed_relation_penalty(T: SceneTables, S: CandidateState, b: int, e: int, i
     """Depth (m) of i in its PENALTY relations whose parent (if any) is already placed."""
     total = float(0.0)
     lo_i, hi_i = obj_bounds(T, S, b, e, i)
-    for jk in range(wp.static(len(PENALTY_IDS))):
-        kid = wp.static(PENALTY_IDS[jk])
-        for r in range(T.kind_start[kid], T.kind_start[kid + 1]):
-            ri = T.rel_i[r]
-            if ri[RI_CHILD] == i:
-                pj = ri[RI_PARENT]
-                if pj < 0 or is_placed(T, pj, rank_i):
-                    plo = lo_i
-                    phi = hi_i
-                    if pj >= 0:
-                        plo, phi = obj_bounds(T, S, b, e, pj)
-                    depth, allowance, grad = wp.static(PENALTY_FUNCS[jk])(ri[RI_AXIS], ri[RI_FLAG], T.rel_f[r],
-                                                                          S.x[b, i], lo_i, hi_i, plo, phi)
-                    total += wp.max(depth, 0.0)
+    for r in range(T.kind_start[INTERVAL_END], T.kind_start[PENALTY_END]):
+        ri = T.rel_i[r]
+        if ri[RI_CHILD] == i:
+            pj = ri[RI_PARENT]
+            if pj < 0 or is_placed(T, pj, rank_i):
+                plo = lo_i
+                phi = hi_i
+                if pj >= 0:
+                    plo, phi = obj_bounds(T, S, b, e, pj)
+                depth, allowance, grad = relation_penalty(ri[RI_KIND], ri[RI_AXIS], ri[RI_FLAG], T.rel_f[r],
+                                                          S.x[b, i], lo_i, hi_i, plo, phi)
+                total += wp.max(depth, 0.0)
     return total
 
 
@@ -117,39 +113,13 @@ def clutter_miss(T: SceneTables, S: CandidateState, b: int, e: int, r: int) -> f
 
 
 @wp.func
-def draw_pose(st: wp.uint32, lo: wp.vec3, hi: wp.vec3, slo: wp.vec3, shi: wp.vec3, olo: wp.vec3, ohi: wp.vec3):
-    """(an origin drawn uniformly over what the object's relations allow, the advanced random state: callers
-    must keep using the returned state).
-
-    On an axis its INTERVAL relations bound (``[lo, hi]``, e.g. a support's inset footprint minus the
-    object's extent, a NextTo gap band) the origin is uniform in that interval, so draws cover exactly the
-    feasible region and never pile up on its border; on X/Y axes no relation bounds, the object's box centre
-    is uniform over the support footprint [slo, shi] shrunk by its half size (its centre when wider); Z
-    unbounded rests the object's bottom on the support top."""
-    p = wp.vec3(0.0, 0.0, shi[2] - olo[2])
-    for a in range(3):
-        if lo[a] > -BIG and hi[a] < BIG:
-            p[a] = lo[a]
-            if lo[a] < hi[a]:
-                p[a] = wp.randf(st, lo[a], hi[a])
-        elif a < 2:
-            lo_c = slo[a] + 0.5 * (ohi[a] - olo[a])
-            hi_c = shi[a] - 0.5 * (ohi[a] - olo[a])
-            cc = 0.5 * (lo_c + hi_c)
-            if lo_c < hi_c:
-                cc = wp.randf(st, lo_c, hi_c)
-            p[a] = cc - 0.5 * (olo[a] + ohi[a])
-    return p, st
-
-
-@wp.func
-def kick(T: SceneTables, S: CandidateState, b: int, e: int, seed: int, draw: int) -> int:
-    """Restart of a stuck candidate (called at a late checkpoint whose checks still fail): one movable
+def kick(T: SceneTables, S: CandidateState, b: int, e: int, seed: int, draw: int):
+    """Restart of a stuck candidate (called at a late checkpoint whose checks still fail): picks one movable
     object of the most overlapping no_overlap pair (at the check's zero clearance; else the subject of the
-    first PENALTY relation the check rejects), or the movable parent that carries it (a NextTo subject
-    moves with its parent), is re-drawn on its initial-sampling support as in initial sampling (XY only;
-    the caller re-projects and repairs). Returns 1 when an object was moved, 0 when nothing is to move or
-    the object is a ClutterOn release."""
+    first PENALTY relation the check rejects), or the movable parent that carries it (a NextTo subject moves
+    with its parent). Returns (that object, or -1 when nothing is to move or it is a ClutterOn release; the
+    restart's random state): the caller re-draws it as in initial sampling (``project`` with ``redraw``),
+    then re-projects and repairs everything."""
     best = float(0.0)
     kb = int(-1)
     for k in range(T.n_pairs):
@@ -169,21 +139,16 @@ def kick(T: SceneTables, S: CandidateState, b: int, e: int, seed: int, draw: int
             o = ij[1]
     else:
         o = worst_penalty_subject(T, S, b, e)
-    if o < 0:
-        return 0
-    for depth in range(4):  # climb to the root of a chain of movable parents
-        oi = T.obj_i[o]
-        up = int(-1)
-        for q in range(oi[OI_PROJ0], oi[OI_PROJ1]):
-            pp = T.rel_i[T.proj[q]][RI_PARENT]
-            if up < 0 and pp >= 0 and pp < T.n_mov:
-                up = pp
-        if up >= 0:
-            o = up
-    if T.obj_i[o][OI_CLUTTER] >= 0:
-        return 0
-    slo, shi = obj_bounds(T, S, b, e, T.obj_i[o][OI_SUPPORT])
-    lo, hi = object_interval(T, S, b, e, o, 0)
-    p, st = draw_pose(st, lo, hi, slo, shi, S.olo[b, o], S.ohi[b, o])
-    S.x[b, o] = p
-    return 1
+    if o >= 0:
+        for depth in range(4):  # climb to the root of a chain of movable parents
+            oi = T.obj_i[o]
+            up = int(-1)
+            for q in range(oi[OI_PROJ0], oi[OI_PROJ1]):
+                pp = T.rel_i[T.proj[q]][RI_PARENT]
+                if up < 0 and pp >= 0 and pp < T.n_mov:
+                    up = pp
+            if up >= 0:
+                o = up
+        if T.obj_i[o][OI_CLUTTER] >= 0:
+            o = -1
+    return o, st

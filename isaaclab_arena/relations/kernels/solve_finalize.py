@@ -62,7 +62,7 @@ def finalize_kernel(
                 for k in range(n):
                     i = T.obj_i[k][OI_ORDER]
                     x0 = S.x[b, i]
-                    project(T, S, b, e, i, 0)
+                    st = project(T, S, b, e, i, 0, 0, st)
                     moved = wp.max(moved, wp.length(S.x[b, i] - x0))
                 if moved <= 1.0e-7:
                     break

@@ -11,14 +11,12 @@ import warp as wp
 from isaaclab_arena.relations.kernels.geometry import BIG, PI, candidate_rng, yaw_quat
 from isaaclab_arena.relations.kernels.poses import face_to_update, solver_offsets
 from isaaclab_arena.relations.kernels.projection import (
-    object_interval,
     project,
     repair_shift,
 )
 from isaaclab_arena.relations.kernels.sampling import (
     clutter_miss,
     clutter_raise,
-    draw_pose,
     placed_penetration,
     placed_relation_penalty,
 )
@@ -58,10 +56,10 @@ def init_kernel(
     # Data out:
     O: SolveOutputs,
 ):
-    """Initial candidate b: rotations, then positions in parents-first order, each object drawn on its
-    support (its ClutterOn release region), projected onto its relation intervals (a movable parent whose
-    relation cannot be met is shifted), ClutterOn releases raised; of ``init_tries`` draws the first free
-    of penetration with what is already placed is kept, else the least penetrating."""
+    """Initial candidate b: rotations, then positions in parents-first order, each object drawn uniformly over
+    what its relations allow (``projection.py::draw_pose``), projected onto its relation intervals (a movable
+    parent whose relation cannot be met is shifted), ClutterOn releases raised; of ``init_tries`` draws the
+    first free of penetration with what is already placed is kept, else the least penetrating."""
     b = wp.tid()
     e = int(env_ids[b])
     st = candidate_rng(P.seed, e, int(draw_ids[b]))
@@ -103,24 +101,25 @@ def init_kernel(
                 lo, hi = solver_offsets(q, T.local_lo[e, i], T.local_hi[e, i], of, oi[OI_RANDOM])
                 S.olo[b, i] = lo
                 S.ohi[b, i] = hi
-            slo, shi = obj_bounds(T, S, b, e, oi[OI_SUPPORT])
-            lo, hi = object_interval(T, S, b, e, i, 1)
-            p, st = draw_pose(st, lo, hi, slo, shi, S.olo[b, i], S.ohi[b, i])
-            S.x[b, i] = p
-            if oi[OI_YAW] == YAW_FACE_TO:
-                face_to_update(T, S, b, e)
-            # one projection call site (so it inlines): i, then a repaired parent, then i again
+            # draw i over what its relations allow; a FaceTo subject turns toward its target from there and is
+            # re-projected with the turned bounds; a movable parent that i's relation cannot be met beside is
+            # shifted and re-projected, then i again. One projection call site (so it inlines).
             target = i
-            for step in range(3):
-                project(T, S, b, e, target, 1)
-                if step == 0:
-                    if (oi[OI_FLAGS] & FLAG_MOVABLE_PARENT) == 0:
-                        break
+            step = int(0)
+            while step >= 0:
+                st = project(T, S, b, e, target, 1, int(step == 0), st)
+                nxt = int(-1)
+                if step == 0 and oi[OI_YAW] == YAW_FACE_TO:
+                    face_to_update(T, S, b, e)
+                    nxt = 1
+                elif step <= 1 and (oi[OI_FLAGS] & FLAG_MOVABLE_PARENT) != 0:
                     target = repair_shift(T, S, b, e, i)
-                    if target < 0:
-                        break
-                else:
+                    if target >= 0:
+                        nxt = 2
+                elif step == 2:
                     target = i
+                    nxt = 3
+                step = nxt
             # the try kept is the one with the least penetration, then the least release-region miss
             # (which solving cannot repair: it does not turn objects)
             miss = float(0.0)

@@ -63,6 +63,8 @@ def iterate_kernel(
     b1t = float(1.0)
     b2t = float(1.0)
     kicked = int(0)
+    kicked_obj = int(-1)
+    st_kick = wp.uint32(0)
     while True:
         if has_face:
             # FaceTo is re-evaluated during optimisation: the penalties, the exit tests and the projections
@@ -71,20 +73,24 @@ def iterate_kernel(
         if it > 0 or has_face or kicked != 0:
             for k in range(n):
                 i = T.obj_i[k][OI_ORDER]
-                # after a restart, as in initial sampling: a movable parent that the object's relation cannot
-                # be met beside (e.g. NextTo leaving the table) is shifted, then both re-projected
+                # after a restart, as in initial sampling: the restarted object is drawn anew over what its
+                # relations allow, and a movable parent that an object's relation cannot be met beside (e.g.
+                # NextTo leaving the table) is shifted, then both re-projected (one projection call site)
                 repair = kicked != 0 and (T.obj_i[i][OI_FLAGS] & FLAG_MOVABLE_PARENT) != 0
                 target = i
-                for pstep in range(3):
-                    project(T, S, b, e, target, 0)
-                    if pstep == 0:
-                        if not repair:
-                            break
+                pstep = int(0)
+                while pstep >= 0:
+                    st_kick = project(T, S, b, e, target, 0, int(kicked != 0 and pstep == 0 and i == kicked_obj),
+                                      st_kick)
+                    nxt = int(-1)
+                    if pstep == 0 and repair:
                         target = repair_shift(T, S, b, e, i)
-                        if target < 0:
-                            break
-                    else:
+                        if target >= 0:
+                            nxt = 1
+                    elif pstep == 1:
                         target = i
+                        nxt = 2
+                    pstep = nxt
         kicked = 0
         for i in range(n):
             S.g[b, i] = zero
@@ -111,8 +117,9 @@ def iterate_kernel(
             # a candidate still failing at a late checkpoint is in a local minimum (e.g. a NextTo pair
             # straddling a third object): restart the worst pair's object from a fresh draw
             if at_cp and it >= KICK_FROM_ITER:
-                kicked = kick(T, S, b, e, P.seed ^ (0x68E31DA4 + 7919 * cp), int(draw_ids[b]))
-                if kicked != 0:
+                kicked_obj, st_kick = kick(T, S, b, e, P.seed ^ (0x68E31DA4 + 7919 * cp), int(draw_ids[b]))
+                if kicked_obj >= 0:
+                    kicked = 1
                     b1t = float(1.0)
                     b2t = float(1.0)
                     for i in range(n):

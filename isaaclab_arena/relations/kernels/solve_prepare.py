@@ -42,8 +42,9 @@ def prepare_kernel(
         lo, hi = solver_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], T.obj_i[i][OI_RANDOM])
         S.olo[b, i] = lo
         S.ohi[b, i] = hi
+    st_none = wp.uint32(0)  # no redraw here
     for k in range(n):
-        project(T, S, b, e, T.obj_i[k][OI_ORDER], 0)
+        st_none = project(T, S, b, e, T.obj_i[k][OI_ORDER], 0, 0, st_none)
     for i in range(n):
         S.m[b, i] = zero
         S.v[b, i] = zero

@@ -181,21 +181,6 @@ def obj_bounds(T: SceneTables, S: CandidateState, b: int, e: int, k: int):
     return T.fixed_lo[e, k - T.n_mov], T.fixed_hi[e, k - T.n_mov]
 
 
-@wp.func
-def relation_row_bounds(T: SceneTables, S: CandidateState, b: int, e: int, r: int):
-    """(subject, parent, subject origin, subject AABB lo/hi, parent AABB lo/hi) of relation row r; a row
-    without a parent gets the subject's AABB as its parent's."""
-    ri = T.rel_i[r]
-    ci = ri[RI_CHILD]
-    pi = ri[RI_PARENT]
-    clo, chi = obj_bounds(T, S, b, e, ci)
-    plo = clo
-    phi = chi
-    if pi >= 0:
-        plo, phi = obj_bounds(T, S, b, e, pi)
-    return ci, pi, S.x[b, ci], clo, chi, plo, phi
-
-
 def solve_outputs(device: str, **fields) -> SolveOutputs:
     """A ``SolveOutputs`` over the given warp arrays; fields not given get 1-element placeholders (a
     kernel that does not write them, e.g. the check kernel's solver-only fields)."""

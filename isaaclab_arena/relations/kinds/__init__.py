@@ -1,9 +1,12 @@
 """The relation kinds the solver knows, in one list; everything indexed by kind is derived from it.
 
 Adding a kind is a new module beside these (see ``kind.py`` for what it provides) plus one entry in
-``KINDS``. The position in ``KINDS`` is the kind's id (relation rows of the compiled scene are grouped by
-it) and the order in which checks are reported. ``PROJECTION_PRIORITY`` orders the INTERVAL kinds when
-intervals of one object conflict on an axis: the later kind wins.
+``KINDS``, among the kinds of its role: INTERVAL kinds first, then PENALTY kinds, then HEADING kinds. The
+position in ``KINDS`` is the kind's id: relation rows of the compiled scene are grouped by it, so the rows
+of each role form one contiguous range a kernel walks in one loop with one dispatch (one call site per
+kernel module, which the CPU compiler inlines). It is also the order in which checks are reported.
+``PROJECTION_PRIORITY`` orders the INTERVAL kinds when intervals of one object conflict on an axis: the
+later kind wins.
 """
 
 from __future__ import annotations
@@ -22,14 +25,17 @@ from isaaclab_arena.relations.kinds import (
 from isaaclab_arena.relations.kinds.kind import KindRole, RelationKind
 
 KINDS: tuple[RelationKind, ...] = (
+    # INTERVAL
     on.KIND,
     clutter_on.KIND,
     next_to.KIND,
-    not_next_to.KIND,
     align_with.KIND,
     at_position.KIND,
     position_limits_box.KIND,
+    # PENALTY
+    not_next_to.KIND,
     position_limits_cylindrical.KIND,
+    # HEADING
     face_to.KIND,
 )
 
@@ -70,6 +76,9 @@ def priority_of(kind: RelationKind) -> int:
 def _check_tables() -> None:
     if len(KINDS) > 16:  # warp unrolls the generated dispatch loops up to its max_unroll (16)
         raise RuntimeError("more than 16 relation kinds: raise warp.config.max_unroll for the dispatch")
+    roles = [k.role for k in KINDS]
+    if roles != sorted(roles):
+        raise RuntimeError("KINDS must list the INTERVAL kinds, then the PENALTY kinds, then the HEADING kinds")
     intervals = [k for k in KINDS if k.role == KindRole.INTERVAL]
     if sorted(map(id, intervals)) != sorted(map(id, PROJECTION_PRIORITY)):
         raise RuntimeError("PROJECTION_PRIORITY must list every INTERVAL kind exactly once")

@@ -1,8 +1,10 @@
 """Device-side dispatch over the relation kinds, generated from ``KINDS`` at codegen time (``wp.static``).
 
-``relation_interval`` and ``relation_violation`` pick the kind's function by its id; the ``*_IDS`` and
-``*_FUNCS`` lists let a kernel loop over the row range of each kind of a role with the function known
-statically (``for j in range(wp.static(len(PENALTY_IDS)))``).
+Each function picks the kind's own function by the row's kind id. Kind ids are grouped by role
+(``kinds/__init__.py``), so the relation rows of a role are one contiguous range: [0, ``INTERVAL_END``) the
+INTERVAL kinds, [``INTERVAL_END``, ``PENALTY_END``) the PENALTY kinds, then the HEADING kinds (kind-id bounds;
+``T.kind_start[id]`` turns them into row bounds). A kernel walks a role's rows in one loop with one call of
+the dispatch, so each dispatch has one call site per kernel module and inlines.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import os
 import warp as wp
 
 from isaaclab_arena.relations.kernels.geometry import BIG
+from isaaclab_arena.relations.kernels.tables import CandidateState, SceneTables
 from isaaclab_arena.relations.kinds import CHECK_SLOTS, KINDS, SLOT_OF_KIND
 from isaaclab_arena.relations.kinds.kind import KindRole, ParamRow, RoomRow
 
-NUM_KINDS = len(KINDS)
+NUM_KINDS = wp.constant(len(KINDS))
 INTERVAL_IDS = [i for i, k in enumerate(KINDS) if k.role == KindRole.INTERVAL]
 INTERVAL_FUNCS = [KINDS[i].interval for i in INTERVAL_IDS]
 PENALTY_IDS = [i for i, k in enumerate(KINDS) if k.role == KindRole.PENALTY]
@@ -26,6 +29,9 @@ HEADING_IDS = [i for i, k in enumerate(KINDS) if k.role == KindRole.HEADING]
 VIOLATION_FUNCS = [k.violation for k in KINDS]
 SLOTS = list(SLOT_OF_KIND)
 FACE_TO = wp.constant(HEADING_IDS[0])
+#: Kind-id bounds of the roles (exclusive ends): INTERVAL kinds [0, INTERVAL_END), PENALTY [INTERVAL_END, PENALTY_END).
+INTERVAL_END = wp.constant(len(INTERVAL_IDS))
+PENALTY_END = wp.constant(len(INTERVAL_IDS) + len(PENALTY_IDS))
 
 
 @wp.func
@@ -38,6 +44,40 @@ def relation_interval(kind: int, axis: int, flag: int, f: ParamRow, olo: wp.vec3
         if kind == wp.static(INTERVAL_IDS[j]):
             lo, hi = wp.static(INTERVAL_FUNCS[j])(axis, flag, f, olo, ohi, plo, phi, at_ratio, room)
     return lo, hi
+
+
+@wp.func
+def relation_penalty(kind: int, axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3, chi: wp.vec3,
+                     plo: wp.vec3, phi: wp.vec3):
+    """(depth, allowance, gradient) of one PENALTY relation row."""
+    depth = float(-BIG)
+    allowance = float(0.0)
+    grad = wp.vec3(0.0)
+    for j in range(wp.static(len(PENALTY_IDS))):
+        if kind == wp.static(PENALTY_IDS[j]):
+            depth, allowance, grad = wp.static(PENALTY_FUNCS[j])(axis, flag, f, p, clo, chi, plo, phi)
+    return depth, allowance, grad
+
+
+@wp.func
+def relation_push(kind: int, T: SceneTables, S: CandidateState, b: int, ci: int, pi: int, p: wp.vec3, clo: wp.vec3,
+                  chi: wp.vec3, plo: wp.vec3, phi: wp.vec3, axis: int, f: ParamRow) -> wp.vec3:
+    """Direction the solver pushes the subject of one PENALTY relation row (the kind's ``push``)."""
+    d = wp.vec3(0.0)
+    for j in range(wp.static(len(PENALTY_IDS))):
+        if kind == wp.static(PENALTY_IDS[j]):
+            d = wp.static(PUSH_FUNCS[j])(T, S, b, ci, pi, p, clo, chi, plo, phi, axis, f)
+    return d
+
+
+@wp.func
+def check_slot(kind: int) -> int:
+    """Verdict slot of the check of a relation kind (-1: an objective only)."""
+    slot = int(-1)
+    for j in range(wp.static(len(SLOTS))):
+        if kind == j:
+            slot = wp.static(SLOTS[j])
+    return slot
 
 
 @wp.func

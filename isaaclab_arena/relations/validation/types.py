@@ -15,10 +15,10 @@ class PlacementCheck(str, Enum):
     ON_RELATION = "on_relation"
     CLUTTER_ON_RELATION = "clutter_on_relation"
     NEXT_TO = "next_to"
-    NOT_NEXT_TO = "not_next_to"
     ALIGN_WITH = "align_with"
     AT_POSITION = "at_position"
     POSITION_LIMITS = "position_limits"
+    NOT_NEXT_TO = "not_next_to"
     FACE_TO = "face_to"
     IK_REACHABLE = "ik_reachable"
 
