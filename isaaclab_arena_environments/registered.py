@@ -10,7 +10,7 @@ from typing import Callable
 
 from isaaclab_arena.assets.object_reference import ObjectReference
 from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
-from isaaclab_arena.relations.relations import IsAnchor, NextTo, On
+from isaaclab_arena.relations.relations import IsAnchor, NextTo, On, RequiresReachability, RotateAroundSolution, Side
 from isaaclab_arena_environments.assets import library
 
 REGISTERED_ENVIRONMENTS: dict[str, tuple[Callable, Callable]] = {}
@@ -47,6 +47,53 @@ def _table_pick_and_place(args) -> IsaacLabArenaEnvironment:
 
 
 register_environment("table_pick_and_place")((_table_pick_and_place_args, _table_pick_and_place))
+
+
+#: Heading of a robot standing on each side of the table, facing it (radians about world Z).
+_FACING = {Side.NEGATIVE_X: 0.0, Side.POSITIVE_X: 3.141592653589793, Side.NEGATIVE_Y: 1.5707963267948966,
+           Side.POSITIVE_Y: -1.5707963267948966}
+
+
+def _franka_table_pick_and_place_args(p: argparse.ArgumentParser) -> None:
+    from isaaclab_arena.embodiments import list_embodiments
+
+    p.add_argument("--embodiment", default="franka_panda", help=f"robot registry name: {list_embodiments()}")
+    p.add_argument("--pick_up_object", default="cube_4cm", help="object to pick up, by registry name (e.g. cube_4cm, "
+                                                                 "box_tall)")
+    p.add_argument("--robot_side", default=Side.NEGATIVE_X.value, choices=[s.value for s in Side],
+                   help="side of the table the robot stands on (it faces the table)")
+    p.add_argument("--episode_length_s", type=float, default=8.0, help="time-out of an episode, seconds")
+
+
+def _franka_table_pick_and_place(args) -> IsaacLabArenaEnvironment:
+    """A Franka on its stand placed by relations beside a 1.2 x 0.8 m table: On(floor), NextTo(table, side, 5 cm),
+    turned to face the table (RotateAroundSolution); a pick-up object (default a 4 cm cube) and a bowl On(table);
+    task PickAndPlaceTask(object -> bowl). The object (by the task) and the bowl are marked RequiresReachability,
+    so ``ik_reachable`` keeps layouts where the robot reaches both. Actions: ``ik_rel`` (TCP deltas in the robot
+    base frame) + gripper."""
+    from isaaclab_arena.embodiments import make_embodiment
+    from isaaclab_arena.tasks import PickAndPlaceTask
+
+    side = Side(args.robot_side)
+    floor = library.floor("floor").add_relation(IsAnchor())
+    bg = library.table_background("table_background")
+    table = ObjectReference("table", "{ENV_REGEX_NS}/table_background/table", bg, object_type="base")
+    table.add_relation(IsAnchor())
+    robot = make_embodiment(args.embodiment, "robot", {"action_mode": "ik_rel"})
+    robot.add_relation(On(floor)).add_relation(NextTo(table, side=side, distance_m=0.05))
+    robot.add_relation(RotateAroundSolution(yaw_rad=_FACING[side]))
+    if args.pick_up_object not in library.FACTORIES or args.pick_up_object in ("table_background", "floor"):
+        raise SystemExit(f"--pick_up_object: unknown object '{args.pick_up_object}'; accepted: "
+                         f"{sorted(k for k in library.FACTORIES if k not in ('table_background', 'floor'))}")
+    obj = library.FACTORIES[args.pick_up_object]("pick_up_object").add_relation(On(table))
+    bowl = library.bowl("bowl").add_relation(On(table)).add_relation(RequiresReachability())
+    task = PickAndPlaceTask(obj, bowl, background_scene=bg, episode_length_s=args.episode_length_s,
+                            description=f"pick up the {args.pick_up_object} and put it on the bowl")
+    return IsaacLabArenaEnvironment("franka_table_pick_and_place", [floor, bg, table, obj, bowl], embodiment=robot,
+                                    task=task)
+
+
+register_environment("franka_table_pick_and_place")((_franka_table_pick_and_place_args, _franka_table_pick_and_place))
 
 
 def get_registered_environment(name: str):

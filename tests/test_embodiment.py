@@ -117,7 +117,7 @@ def test_grasp_target_shapes_are_checked():
         top_down_grasp_targets(torch.zeros(2, 7), torch.zeros(3, 1, 3), 0.02)
 
 
-def test_env_refuses_an_embodiment_it_cannot_place_yet_and_a_clashing_asset_name():
+def test_env_accepts_a_relation_placed_embodiment_and_refuses_a_clashing_asset_name():
     from isaaclab_arena.environments.embodiment_terms import check_embodiment
     from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
     from isaaclab_arena.relations.relations import IsAnchor, On
@@ -127,11 +127,12 @@ def test_env_refuses_an_embodiment_it_cannot_place_yet_and_a_clashing_asset_name
     table.add_relation(IsAnchor())
     robot = make_embodiment("franka_panda", "franka")
     robot.add_relation(On(table))
-    with pytest.raises(NotImplementedError, match="embodiment 'franka': placing a robot by relations"):
-        check_embodiment(IsaacLabArenaEnvironment("e", [table], embodiment=robot))
-    clash = library.mug("robot")
-    with pytest.raises(ValueError, match="asset name 'robot' is the embodiment's scene key"):
-        check_embodiment(IsaacLabArenaEnvironment("e", [clash], embodiment=make_embodiment("franka_panda")))
+    env = IsaacLabArenaEnvironment("e", [table], embodiment=robot)
+    assert check_embodiment(env) is robot and env.get_placement_assets() == [table, robot]
+    for name in ("robot", "franka"):  # the scene key, and the embodiment's own name
+        clash = library.mug(name)
+        with pytest.raises(ValueError, match=f"asset name '{name}' is taken by the embodiment 'franka'"):
+            check_embodiment(IsaacLabArenaEnvironment("e", [clash], embodiment=make_embodiment("franka_panda", "franka")))
     with pytest.raises(TypeError, match="embodiment must be an Embodiment"):
         check_embodiment(IsaacLabArenaEnvironment("e", [], embodiment="franka_panda"))
 

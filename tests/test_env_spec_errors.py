@@ -133,9 +133,10 @@ def test_spec_file_missing_or_not_yaml(tmp_path):
     with pytest.raises(EnvSpecError, match="is not YAML: the file is not UTF-8"):
         ArenaEnvGraphSpec.from_yaml(tmp_path / "binary.yaml")
     err, path = load_error(tmp_path, "- kind: is_anchor\n")
-    assert str(err) == f"{path}:1: is not a spec: the top level must be a mapping with keys env_name, background, " \
-                       "objects, object_sets, object_references, relations, placer_params, num_envs, env_spacing, " \
-                       "default_physics_backend, external_yaml, cli_override_specs, env_cfg_override, got LineList"
+    assert str(err) == f"{path}:1: is not a spec: the top level must be a mapping with keys env_name, embodiment, " \
+                       "background, objects, object_sets, object_references, relations, task, placer_params, num_envs, " \
+                       "env_spacing, default_physics_backend, external_yaml, cli_override_specs, env_cfg_override, " \
+                       "got LineList"
     err, path = load_error(tmp_path, "")
     assert "the spec file is empty" in str(err)
     with pytest.raises(EnvSpecError, match="spec path is not a file"):
@@ -186,14 +187,19 @@ def test_background_must_be_a_background(tmp_path):
 
 
 def test_top_level_keys(tmp_path):
-    for key in ("task", "embodiment"):  # external_yaml & co: tests/test_env_spec_extensions.py
-        text = BASE + f"{key}: {{}}\n"
-        err, path = load_error(tmp_path, text)
-        _check(err, path, line_no(text, f"{key}:"), f"top-level key '{key}' is not supported yet", key=key)
+    # embodiment and task (their own checks: tests/test_env_spec_robot.py); external_yaml & co:
+    # tests/test_env_spec_extensions.py
+    text = BASE + "task: {}\n"
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "task:"), "composition 'atomic' requires exactly one atomic task", key="subtasks")
+    text = BASE + "embodiment: {}\n"
+    err, path = load_error(tmp_path, text)
+    _check(err, path, line_no(text, "embodiment:"), "'registry_name' must be the name of a registered embodiment",
+           key="registry_name")
     text = BASE + "seed: 4\n"
     err, path = load_error(tmp_path, text)
-    _check(err, path, line_no(text, "seed: 4"), "unknown top-level key 'seed'; accepted keys: env_name, background",
-           key="seed")
+    _check(err, path, line_no(text, "seed: 4"), "unknown top-level key 'seed'; accepted keys: env_name, embodiment, "
+           "background", key="seed")
     text = BASE + "num_envs: 0\n"
     err, path = load_error(tmp_path, text)
     _check(err, path, line_no(text, "num_envs"), "'num_envs' must be a positive integer, got 0", key="num_envs")

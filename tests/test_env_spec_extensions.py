@@ -168,8 +168,8 @@ def test_errors_in_an_included_file_name_that_file(files):
     check(load_error(task), scene_name, line_no(text, "cube_8cmm"), "Unknown asset registry_name 'cube_8cmm'",
           key="registry_name")
     write(scene, SCENE + "task: {}\n")
-    check(load_error(task), scene_name, len(SCENE.splitlines()) + 1, "top-level key 'task' is not supported yet",
-          key="task")
+    check(load_error(task), scene_name, len(SCENE.splitlines()) + 1, "composition 'atomic' requires exactly one "
+          "atomic task", key="subtasks")
     write(scene, SCENE.replace("objects:\n  - id: mug\n    registry_name: cube_8cm\n", "objects: {mug: 1}\n"))
     err = load_error(task)
     assert err.source == scene_name and "'objects' must be a list" in str(err)

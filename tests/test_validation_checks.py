@@ -46,10 +46,11 @@ def max_height_validator():
     unregister_validator("max_origin_height")
 
 
-def test_builtin_checks_registered_and_ik_not_without_curobo():
+def test_builtin_checks_registered_and_ik_applies_only_with_an_embodiment():
     names = set(builtin_checks()) | set(registered_validators())
     assert all(c in names for c in BUILTIN) and builtin_checks() == tuple(BUILTIN)
-    assert PlacementCheck.IK_REACHABLE.value not in names
+    assert PlacementCheck.IK_REACHABLE.value in names  # registered (newton IK); used with an embodiment only
+    assert PlacementCheck.IK_REACHABLE.value not in ObjectPlacer(ObjectPlacerParams()).runner.checks
     assert [c.value for c in PlacementCheck][:len(BUILTIN)] == BUILTIN
 
 

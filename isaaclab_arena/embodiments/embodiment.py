@@ -60,6 +60,9 @@ class RobotDescription:
         gripper_open_pos: Gripper joint position when open (m).
         gripper_closed_pos: Gripper joint position when closed (m).
         actuators: Actuator groups by name.
+        curobo_config: cuRobo robot configuration (a file name in cuRobo's robot config folder, e.g.
+            ``franka.yml``) for the optional cuRobo IK backend (``isaaclab_arena_curobo``); None: no cuRobo model.
+        curobo_tcp_offset_m: The TCP in cuRobo's end-effector link frame (x, y, z metres; rotation identity).
     """
 
     robot_name: str
@@ -74,6 +77,8 @@ class RobotDescription:
     gripper_open_pos: float
     gripper_closed_pos: float
     actuators: dict = field(default_factory=dict)
+    curobo_config: str | None = None
+    curobo_tcp_offset_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,11 @@ class Embodiment(PlaceableAsset):
     def default_joint_pos(self) -> dict:
         """Home joint positions ``{joint name: rad or m}``."""
         return dict(self.description.default_joint_pos)
+
+    @property
+    def curobo_config(self) -> str | None:
+        """cuRobo robot configuration of this robot, if it has one (``RobotDescription.curobo_config``)."""
+        return self.description.curobo_config
 
     @property
     def reachability_robot(self) -> ReachabilityRobot:

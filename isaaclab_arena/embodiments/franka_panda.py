@@ -34,6 +34,8 @@ FRANKA_PANDA = RobotDescription(
                              effort_limit={"panda_joint[1-4]": 87.0, "panda_joint[5-7]": 12.0}),
         "gripper": ActuatorGroup(("panda_finger_joint.*",), stiffness=2000.0, damping=100.0, effort_limit=200.0),
     },
+    curobo_config="franka.yml",  # cuRobo's Franka: end effector panda_hand; the TCP is 0.105 m along its z
+    curobo_tcp_offset_m=(0.0, 0.0, 0.105),
 )
 
 

@@ -43,7 +43,16 @@ Top-level keys (every other key is refused, naming it):
     Mapping of dotted Isaac Lab env-cfg attribute paths to values (``sim.dt: 0.005``), applied by
     ``ArenaEnvBuilder.compose_manager_cfg()`` (see ``env_cfg_override.py``).
 
-``embodiment`` and ``task`` are not supported yet and are refused. Poses are env-local (metres, xyzw
+``embodiment``
+    ``{id, registry_name, params}``: a robot from the embodiment registry (``franka_panda``); runtime scene key
+    ``robot``, named by ``id`` in relations (``'on'`` floor, ``next_to`` table, ``rotate_around_solution``); a
+    relation-placed robot must not have ``params.initial_pose`` (see ``parse_robot.py``).
+``task``
+    ``{composition: atomic, description, subtasks: [{kind: PickAndPlaceTask, params: {pick_up_object,
+    destination_location, background_scene, episode_length_s}}]}`` over asset ids; the pick-up object is marked
+    ``requires_reachability`` (which needs an embodiment).
+
+Poses are env-local (metres, xyzw
 quaternions). Every error is an ``EnvSpecError`` naming the file, the line, the node (asset id, relation
 index, id, kind and subject) and the key, and saying what is accepted; values that cannot be meant are
 refused too (``plausibility.py``).

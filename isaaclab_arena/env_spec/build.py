@@ -15,6 +15,12 @@ from typing import Any
 
 from isaaclab_arena.env_spec.blame import blame_parameter
 from isaaclab_arena.env_spec.nodes import AssetNode, ObjectSetNode, RelationNode, SpecGraph
+from isaaclab_arena.env_spec.parse_robot import (
+    build_embodiment,
+    build_task,
+    check_embodiment_pose,
+    check_reachability_markers,
+)
 from isaaclab_arena.env_spec.placer_params_spec import parse_placer_params
 from isaaclab_arena.env_spec.plausibility import check_plausible
 from isaaclab_arena.env_spec.spec_issue import SpecIssue, issue_error
@@ -29,23 +35,35 @@ def build_environment(spec: SpecGraph):
 
     try:
         assets = build_assets(spec)
-        built = [(node, attach_relation(node, assets)) for node in spec.relations]
+        robot = build_embodiment(spec.embodiment) if spec.embodiment is not None else None
+        scene = _with_robot(assets, spec, robot)
+        built = [(node, attach_relation(node, scene)) for node in spec.relations]
         default_anchor_poses(assets)
+        if robot is not None:
+            check_embodiment_pose(spec.embodiment, robot)
+        check_reachability_markers(spec, built)
+        task = build_task(spec.task, assets) if spec.task is not None else None
         placer = parse_placer_params(spec.placer_params, spec.placer_params_line)
-        env = IsaacLabArenaEnvironment(spec.env_name, list(assets.values()), placer_params=placer,
-                                       env_spacing=spec.env_spacing, physics=spec.default_physics_backend,
+        env = IsaacLabArenaEnvironment(spec.env_name, list(assets.values()), embodiment=robot, task=task,
+                                       placer_params=placer, env_spacing=spec.env_spacing,
+                                       physics=spec.default_physics_backend,
                                        env_cfg_overrides=copy.deepcopy(spec.env_cfg_override),
                                        num_envs=spec.num_envs)
         try:
-            check_placement_restrictions(env.assets, random_yaw_init=placer.random_yaw_init)
+            check_placement_restrictions(list(scene.values()), random_yaw_init=placer.random_yaw_init)
         except PlacementConfigError as err:
             node = _restriction_node(spec, err, placer.random_yaw_init)
             raise SpecIssue(str(err), where=node.where if node else "relations",
                             line=node.line if node else spec.key_lines.get("relations")) from None
-        check_plausible(assets, built, spec.source)
+        check_plausible(scene, built, spec.source)
     except SpecIssue as issue:
         raise issue_error(issue, spec.source) from None
     return env
+
+
+def _with_robot(assets: dict, spec: SpecGraph, robot) -> dict:
+    """The assets relations may name: ``assets`` plus the embodiment under its node id."""
+    return {**assets, spec.embodiment.id: robot} if robot is not None else assets
 
 
 def default_anchor_poses(assets: dict) -> None:
@@ -64,11 +82,13 @@ def _restriction_node(spec: SpecGraph, error: Exception, random_yaw_init: bool) 
     from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
 
     assets = build_assets(spec)
+    robot = build_embodiment(spec.embodiment) if spec.embodiment is not None else None
+    scene = _with_robot(assets, spec, robot)
     for node in spec.relations:
-        attach_relation(node, assets)
+        attach_relation(node, scene)
         default_anchor_poses(assets)
         try:
-            check_placement_restrictions(list(assets.values()), random_yaw_init=random_yaw_init)
+            check_placement_restrictions(list(scene.values()), random_yaw_init=random_yaw_init)
         except PlacementConfigError as err:
             if (type(err), err.args) == (type(error), error.args):
                 return node

@@ -115,3 +115,19 @@ def apply_cli_overrides(spec: SpecGraph, values: dict[str, str | None]) -> SpecG
             raise EnvSpecError(f"with {', '.join(changes)}: {err.detail}", source=err.source, line=err.line,
                                where=err.where, key=err.key) from None
     return new
+
+
+def override_embodiment(spec: SpecGraph, registry_name: str) -> SpecGraph:
+    """A copy of ``spec`` whose robot is made by embodiment registry entry ``registry_name`` (runner flag
+    ``--embodiment``), validated by building it once; ``spec`` itself is never changed."""
+    if spec.embodiment is None:
+        raise EnvSpecError(f"--embodiment {registry_name!r}: the spec has no 'embodiment' node to change; add "
+                           "'embodiment: {id: robot, registry_name: ...}' to it", source=spec.source, key="embodiment")
+    new = copy.deepcopy(spec)
+    new.embodiment.registry_name = registry_name
+    try:
+        build_environment(new)
+    except EnvSpecError as err:
+        raise EnvSpecError(f"with --embodiment {registry_name!r}: {err.detail}", source=err.source, line=err.line,
+                           where=err.where, key=err.key) from None
+    return new

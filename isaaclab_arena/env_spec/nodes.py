@@ -149,6 +149,54 @@ class CliOverrideNode(_Located):
 
 
 @dataclass
+class EmbodimentNode(_Located):
+    """``embodiment``: the robot ``id`` made by embodiment registry factory ``registry_name`` with ``params``
+    (e.g. ``stand_height_m``, ``initial_pose``; ``enable_cameras`` is forwarded). Its runtime scene key is
+    ``robot``; relations name it by ``id``."""
+
+    id: str
+    registry_name: str
+    params: dict = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        return f"embodiment (id '{self.id}', registry_name '{self.registry_name}')"
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"id": self.id, "registry_name": self.registry_name}
+        if self.params:
+            out["params"] = plain(self.params)
+        return out
+
+
+@dataclass
+class TaskNode(_Located):
+    """``task``: ``{composition: atomic, description, subtasks: [{kind, params}]}``; ``atomic`` holds exactly one
+    subtask, whose ``params`` name assets by id (``pick_up_object``, ``destination_location``,
+    ``background_scene``) and give ``episode_length_s`` (seconds). Key lines of the subtask are kept as
+    ``subtasks[0].kind`` / ``subtasks[0].params.<name>``."""
+
+    kind: str
+    params: dict = field(default_factory=dict)
+    composition: str = "atomic"
+    description: str = ""
+
+    @property
+    def where(self) -> str:
+        return f"task (subtasks[0] kind '{self.kind}')"
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"composition": self.composition}
+        if self.description:
+            out["description"] = self.description
+        sub: dict[str, Any] = {"kind": self.kind}
+        if self.params:
+            sub["params"] = plain(self.params)
+        out["subtasks"] = [sub]
+        return out
+
+
+@dataclass
 class SpecGraph:
     """A parsed environment spec: assets are nodes, relations are edges (see ``arena_env_graph_spec.py`` for
     the YAML format). ``num_envs`` / ``env_spacing`` (metres) are run settings the runner and the env builder
@@ -179,6 +227,10 @@ class SpecGraph:
     included_snapshot: dict = field(default_factory=dict, compare=False, repr=False)
     #: Top-level key -> line.
     key_lines: dict = field(default_factory=dict, compare=False, repr=False)
+    #: The robot (``embodiment``), if any.
+    embodiment: EmbodimentNode | None = None
+    #: The task (``task``), if any.
+    task: TaskNode | None = None
 
     def asset_nodes(self) -> list:
         """Every node that makes an asset, in build order (background, objects, sets, references)."""

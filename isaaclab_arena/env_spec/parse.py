@@ -25,17 +25,17 @@ from isaaclab_arena.env_spec.parse_assets import (
     parse_object_set,
 )
 from isaaclab_arena.env_spec.parse_relations import parse_relations
+from isaaclab_arena.env_spec.parse_robot import parse_embodiment, parse_task
 from isaaclab_arena.env_spec.placer_params_spec import PLACEMENT_VALIDATOR_KEYS, parse_placer_params
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
 from isaaclab_arena.env_spec.write_back import snapshot_included
 from isaaclab_arena.env_spec.yaml_lines import find_non_finite, line_of, line_text, start_line
 
-TOP_LEVEL_KEYS = ("env_name", "background", "objects", "object_sets", "object_references", "relations",
-                  "placer_params", "num_envs", "env_spacing", "default_physics_backend", "external_yaml",
+TOP_LEVEL_KEYS = ("env_name", "embodiment", "background", "objects", "object_sets", "object_references", "relations",
+                  "task", "placer_params", "num_envs", "env_spacing", "default_physics_backend", "external_yaml",
                   "cli_override_specs", "env_cfg_override")
 #: Read into ``placer_params`` (the older name of part of it).
 OLDER_KEYS = ("placement_validators",)
-NOT_SUPPORTED_YET = ("embodiment", "task")
 NODE_LISTS = ("objects", "object_sets", "object_references", "relations", "cli_override_specs")
 
 
@@ -84,9 +84,6 @@ def _check_top_level(data: Any) -> None:
         raise SpecIssue(f"is not a spec: the top level must be a mapping with keys {', '.join(TOP_LEVEL_KEYS)}, "
                         f"got {type(data).__name__}", line=start_line(data))
     for key in data:
-        if key in NOT_SUPPORTED_YET:
-            raise SpecIssue(f"top-level key '{key}' is not supported yet (a later version adds it); remove it",
-                            key=str(key), line=line_of(data, key))
         if key not in TOP_LEVEL_KEYS and key not in OLDER_KEYS:
             raise SpecIssue(f"unknown top-level key {key!r}; accepted keys: {', '.join(TOP_LEVEL_KEYS)}",
                             key=str(key), line=line_of(data, key))
@@ -157,8 +154,11 @@ def _parse_merged(data: Any, source: str, cls: type[SpecGraph]) -> SpecGraph:
             for i, raw in enumerate(node_list(data, "object_sets"))]
     refs = [parse_object_reference(raw, f"object_references[{i}]", line_of(data["object_references"], i), background)
             for i, raw in enumerate(node_list(data, "object_references"))]
+    embodiment = parse_embodiment(data["embodiment"], line_of(data, "embodiment")) \
+        if data.get("embodiment") is not None else None
+    task = parse_task(data["task"], line_of(data, "task")) if data.get("task") is not None else None
     seen: dict[str, Any] = {}
-    for node in ([background] if background else []) + objects + sets + refs:
+    for node in ([background] if background else []) + objects + sets + refs + ([embodiment] if embodiment else []):
         first = seen.get(node.id)
         if first is not None:
             at = f" ({line_text(first.line, node.line)})" if first.line else ""
@@ -179,4 +179,4 @@ def _parse_merged(data: Any, source: str, cls: type[SpecGraph]) -> SpecGraph:
         check_env_cfg_paths(cfg_override, tuple(seen), data["env_cfg_override"])
     return cls(env_name, background, objects, sets, refs, relations, placer, num_envs, spacing, physics, source=source,
                placer_params_line=placer_line, cli_override_specs=overrides, env_cfg_override=cfg_override,
-               key_lines={str(k): line_of(data, k) for k in data})
+               key_lines={str(k): line_of(data, k) for k in data}, embodiment=embodiment, task=task)

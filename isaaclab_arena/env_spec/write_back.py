@@ -19,10 +19,12 @@ import yaml
 from isaaclab_arena.env_spec.env_cfg_override import parse_env_cfg_override
 from isaaclab_arena.env_spec.nodes import (
     AssetNode,
+    EmbodimentNode,
     ObjectReferenceNode,
     ObjectSetNode,
     RelationNode,
     SpecGraph,
+    TaskNode,
 )
 from isaaclab_arena.env_spec.parse_relations import REQUIRED, known_kinds_text, relation_parameters
 from isaaclab_arena.env_spec.placer_params_spec import placer_params_to_dict
@@ -46,11 +48,15 @@ def _flat_dict(spec: SpecGraph) -> dict:
     for key in ("num_envs", "env_spacing", "default_physics_backend"):
         if getattr(spec, key) is not None:
             out[key] = getattr(spec, key)
+    if spec.embodiment is not None:
+        out["embodiment"] = spec.embodiment.to_dict()
     if spec.background is not None:
         out["background"] = spec.background.to_dict()
     for key, nodes in _sections(spec).items():
         if nodes:
             out[key] = [n.to_dict() for n in nodes]
+    if spec.task is not None:
+        out["task"] = spec.task.to_dict()
     if spec.placer_params:
         out["placer_params"] = plain(spec.placer_params)
     if spec.env_cfg_override:
@@ -219,8 +225,8 @@ def graph_from_arena_env(env, num_envs: int | None = None, cls: type[SpecGraph] 
 
     source = f"<environment '{env.name}'>"
     try:
-        if env.embodiment is not None or env.task is not None:
-            raise SpecIssue("environments with an embodiment or a task cannot be written to a spec yet")
+        robot = _embodiment_node(env.embodiment) if env.embodiment is not None else None
+        task = _task_node(env.task) if env.task is not None else None
         names = {a.name for a in env.assets}
         background, nodes = None, []
         for asset in env.assets:
@@ -229,7 +235,10 @@ def graph_from_arena_env(env, num_envs: int | None = None, cls: type[SpecGraph] 
                 background = node
             else:
                 nodes.append(node)
-        relations = [relation_to_node(a.name, r) for a in env.assets for r in a.get_relations()]
+        scene = env.assets + ([env.embodiment] if env.embodiment is not None else [])
+        # markers a task stamped (RequiresReachability on its pick-up object) are written as the task
+        relations = [relation_to_node(a.name, r) for a in scene for r in a.get_relations()
+                     if getattr(r, "stamped_by", None) is None]
         placer = placer_params_to_dict(env.placer_params)
         overrides = plain(parse_env_cfg_override(dict(env.env_cfg_overrides or {}), None))
         if overrides:
@@ -239,4 +248,29 @@ def graph_from_arena_env(env, num_envs: int | None = None, cls: type[SpecGraph] 
     return cls(env.name, background, [n for n in nodes if isinstance(n, AssetNode)],
                [n for n in nodes if isinstance(n, ObjectSetNode)], [n for n in nodes if isinstance(n, ObjectReferenceNode)],
                relations, placer, num_envs if num_envs is not None else getattr(env, "num_envs", None), env.env_spacing,
-               env.physics, env_cfg_override=overrides)
+               env.physics, env_cfg_override=overrides, embodiment=robot, task=task)
+
+
+def _embodiment_node(robot) -> EmbodimentNode:
+    """The ``embodiment`` node of a robot made by the embodiment registry, with its current initial pose."""
+    where = f"embodiment '{robot.name}'"
+    if getattr(robot, "registry_name", None) is None:
+        raise SpecIssue("was not made from the embodiment registry, so it cannot be written to a spec; build it with "
+                        "make_embodiment()", where=where, key="registry_name")
+    from isaaclab_arena.utils.pose import parse_pose
+
+    params = plain(copy.deepcopy(robot.registry_params))
+    if robot.initial_pose != parse_pose(params.get("initial_pose"), where):
+        if robot.initial_pose is None:
+            params.pop("initial_pose", None)
+        else:
+            params["initial_pose"] = robot.initial_pose.to_dict()
+    return EmbodimentNode(robot.name, robot.registry_name, params)
+
+
+def _task_node(task) -> TaskNode:
+    """The ``task`` node of a ``PickAndPlaceTask`` (asset names as ids)."""
+    kind = getattr(task, "yaml_kind", None)
+    if kind is None:
+        raise SpecIssue(f"{type(task).__name__} cannot be written to a spec (no YAML kind)", where="task")
+    return TaskNode(kind, task.params(), "atomic", getattr(task, "description", ""))

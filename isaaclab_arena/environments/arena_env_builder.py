@@ -39,7 +39,9 @@ from isaaclab_arena.assets.asset import Object, PlaceableAsset
 from isaaclab_arena.assets.object_reference import ObjectReference
 from isaaclab_arena.assets.object_set import RigidObjectSet
 from isaaclab_arena.assets.object_type import ObjectType
+from isaaclab_arena.embodiments.embodiment import ROBOT_SCENE_KEY
 from isaaclab_arena.environments.embodiment_terms import add_embodiment_entity, add_embodiment_terms, check_embodiment
+from isaaclab_arena.environments.task_terms import add_task_terms, check_task
 from isaaclab_arena.environments.env_spacing import default_env_spacing
 from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
 from isaaclab_arena.environments.physics import PHYSICS_CHOICES, make_physics_cfg
@@ -71,7 +73,8 @@ class ArenaEnvBuilderCfg:
         resolve_on_reset: Overrides ``placer_params.resolve_on_reset`` when not None.
         placement_layouts_path: Recorded layouts (JSONL) to replay instead of solving.
         output_dir: Where diagnostics and pictures go.
-        episode_length_s: Episode length before a time-out reset, seconds.
+        episode_length_s: Episode length before a time-out reset, seconds; None uses the task's
+            ``episode_length_s``, else 5 s.
         sim_dt: Physics time step, seconds.
         decimation: Physics steps per env step.
         gym_id: Gym id to register; None uses the environment's name.
@@ -87,7 +90,7 @@ class ArenaEnvBuilderCfg:
     resolve_on_reset: bool | None = None
     placement_layouts_path: str | None = None
     output_dir: str | None = None
-    episode_length_s: float = 5.0
+    episode_length_s: float | None = None
     sim_dt: float = 1.0 / 120.0
     decimation: int = 2
     gym_id: str | None = None
@@ -106,7 +109,7 @@ class ArenaEnvBuilderCfg:
                 raise ValueError(f"ArenaEnvBuilderCfg.{name} must be an integer, got {v!r}")
         if self.placement_seed is not None and (isinstance(self.placement_seed, bool) or not isinstance(self.placement_seed, int)):
             raise ValueError(f"ArenaEnvBuilderCfg.placement_seed must be an integer or None, got {self.placement_seed!r}")
-        if self.decimation < 1 or self.sim_dt <= 0 or self.episode_length_s <= 0:
+        if self.decimation < 1 or self.sim_dt <= 0 or (self.episode_length_s is not None and self.episode_length_s <= 0):
             raise ValueError("ArenaEnvBuilderCfg: decimation >= 1, sim_dt > 0 and episode_length_s > 0 are required")
 
 
@@ -198,6 +201,9 @@ class ArenaEnvBuilder:
             overrides["placement_seed"] = self.cfg.placement_seed
         if self.cfg.resolve_on_reset is not None:
             overrides["resolve_on_reset"] = self.cfg.resolve_on_reset
+        robot = self.arena_env.embodiment
+        if robot is not None and params.reachability_config.embodiment is None:  # ik_reachable checks this robot
+            overrides["reachability_config"] = dataclasses.replace(params.reachability_config, embodiment=robot)
         return dataclasses.replace(params, **overrides) if overrides else params
 
     @property
@@ -255,8 +261,10 @@ class ArenaEnvBuilder:
             covered = set(dynamic.object_names)
         else:
             placed = [a for a in rigid if a.has_placement_relations]
+            robot = self.arena_env.embodiment
+            robot_placed = robot is not None and robot.has_placement_relations
             dynamic = None
-            if placed and self.cfg.solve_relations:
+            if (placed or robot_placed) and self.cfg.solve_relations:
                 from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
 
                 self.placer = PooledObjectPlacer(self.arena_env.get_placement_assets(), self.placer_params,
@@ -266,7 +274,10 @@ class ArenaEnvBuilder:
                 self._assign_members(self.placer.placement_seed)
                 self.placer.member_indices = dict(self.member_indices)
                 self.placer.initialize()
-                dynamic = self.placer.as_pose_source([a.name for a in placed])
+                # the robot's layouts are written to its scene key ("robot"), whatever its name
+                names = [a.name for a in placed] + ([robot.name] if robot_placed else [])
+                keys = [a.name for a in placed] + ([ROBOT_SCENE_KEY] if robot_placed else [])
+                dynamic = self.placer.as_pose_source(names, keys)
             else:
                 self._assign_members(self.placer_params.placement_seed)
             covered = set(dynamic.object_names) if dynamic is not None else set()
@@ -297,6 +308,8 @@ class ArenaEnvBuilder:
     def compose_manager_cfg(self) -> ArenaEnvCfg:
         """Returns the Isaac Lab manager-based RL env config of the arena environment (solves placement)."""
         self._check_assets()
+        embodiment = check_embodiment(self.arena_env)
+        task = check_task(self.arena_env)
         self.pose_source = self._make_pose_source()
         env0 = {}
         if self.pose_source is not None:
@@ -308,7 +321,7 @@ class ArenaEnvBuilder:
         cfg = ArenaEnvCfg()
         cfg.seed = self.cfg.seed
         cfg.decimation = self.cfg.decimation
-        cfg.episode_length_s = self.cfg.episode_length_s
+        cfg.episode_length_s = self.cfg.episode_length_s or getattr(task, "episode_length_s", None) or 5.0
         cfg.sim.dt = self.cfg.sim_dt
         cfg.sim.device = self.cfg.device
         cfg.sim.physics = make_physics_cfg(self.physics, self.cfg.device)
@@ -326,17 +339,18 @@ class ArenaEnvBuilder:
             else:
                 variant_counts.append(1)
                 members.append([0] * self.cfg.num_envs)
-        embodiment = check_embodiment(self.arena_env)
         if embodiment is not None:  # the robot: scene entity "robot", the last per-env entity
-            add_embodiment_entity(scene, embodiment)
+            add_embodiment_entity(scene, embodiment, env0.get(ROBOT_SCENE_KEY))
             variant_counts.append(1)
             members.append([0] * self.cfg.num_envs)
         if self.member_indices:
             scene.clone_cfg.clone_strategy = ExplicitCloneAssignment(variant_counts, np.asarray(members).T)
         scene.light = AssetBaseCfg(prim_path="/World/light", spawn=sim_utils.DomeLightCfg(intensity=1000.0))
         cfg.scene = scene
-        if embodiment is not None:
-            add_embodiment_terms(cfg, embodiment)
+        if embodiment is not None:  # the root pose is the pose source's when it holds the robot
+            add_embodiment_terms(cfg, embodiment, reset_root_pose=ROBOT_SCENE_KEY not in env0)
+        if task is not None:
+            add_task_terms(cfg, task, self.member_indices)
         if self.pose_source is not None:  # the term gets the live source as a parameter (by reference)
             cfg.events.arena_placement = arena_pose_reset_term_cfg(self.pose_source)
         if self.arena_env.env_cfg_overrides:  # YAML env_cfg_override: applied last, so it wins

@@ -122,20 +122,30 @@ def reset_robot_joints(env, env_ids, asset_cfg: SceneEntityCfg, reset_root_pose:
 
 
 def check_embodiment(arena_env) -> Embodiment | None:
-    """The environment's embodiment after checking what this phase supports (a fixed pose, scene key free)."""
+    """The environment's embodiment after checking it: an ``Embodiment``, not both placed by relations and given
+    an initial pose, its scene key ``robot`` free; and no ``RequiresReachability`` marker without it."""
+    from isaaclab_arena.relations.markers import RequiresReachability
+
     embodiment = arena_env.embodiment
     if embodiment is None:
+        marked = [a.name for a in arena_env.assets if a.get_relations_of(RequiresReachability)]
+        if marked:
+            task = " (PickAndPlaceTask marks its pick_up_object)" if arena_env.task is not None else ""
+            raise ValueError(f"environment '{arena_env.name}': asset '{marked[0]}' is marked RequiresReachability"
+                             f"{task}, but the environment has no embodiment to reach it; add an embodiment (YAML "
+                             "key 'embodiment: {id, registry_name}', CLI --embodiment) or remove the marker")
         return None
     if not isinstance(embodiment, Embodiment):
         raise TypeError(f"environment '{arena_env.name}': embodiment must be an Embodiment (see "
                         f"isaaclab_arena.embodiments.make_embodiment), got {embodiment!r}")
-    if embodiment.has_placement_relations:
-        raise NotImplementedError(f"embodiment '{embodiment.name}': placing a robot by relations is not wired into "
-                                  "the placer yet; give it an initial_pose (env-local) instead")
-    clash = [a.name for a in arena_env.assets if a.name == ROBOT_SCENE_KEY]
+    if embodiment.has_placement_relations and embodiment.initial_pose is not None:
+        raise ValueError(f"embodiment '{embodiment.name}': it is placed by relations and also has an initial_pose "
+                         "(params.initial_pose); a relation-placed robot's pose belongs to the placer, so remove "
+                         "initial_pose, or remove its relations to stand it at that fixed pose")
+    clash = [a.name for a in arena_env.assets if a.name in (ROBOT_SCENE_KEY, embodiment.name)]
     if clash:
-        raise ValueError(f"environment '{arena_env.name}': asset name '{ROBOT_SCENE_KEY}' is the embodiment's scene key; "
-                         "rename the asset")
+        raise ValueError(f"environment '{arena_env.name}': asset name '{clash[0]}' is taken by the embodiment "
+                         f"'{embodiment.name}' (scene key '{ROBOT_SCENE_KEY}'); rename the asset")
     return embodiment
 
 

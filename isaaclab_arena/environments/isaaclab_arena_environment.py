@@ -17,7 +17,7 @@ class IsaacLabArenaEnvironment:
         name: Environment name (gym id suffix).
         assets: Every asset of the scene: backgrounds, objects, object references, object sets.
         embodiment: Optional robot (an ``isaaclab_arena.embodiments.Embodiment``; scene key ``robot``).
-        task: Optional task (later issue).
+        task: Optional task (``isaaclab_arena.tasks.PickAndPlaceTask``) over assets of this environment.
         placer_params: Placement settings (seed, pool size, checks, solver).
         placement_layouts: Recorded layouts to replay instead of solving (``PlacementLayouts``).
         env_spacing: Distance between env origins, metres, used when ``ArenaEnvBuilderCfg.env_spacing`` is None
@@ -61,8 +61,10 @@ class IsaacLabArenaEnvironment:
         raise KeyError(f"environment '{self.name}' has no asset '{name}'; assets: {[a.name for a in self.assets]}")
 
     def get_placement_assets(self) -> list[PlaceableAsset]:
-        """Anchors and relation-placed assets (the assets the placer reads)."""
-        return [a for a in self.assets if a.is_anchor or a.has_placement_relations]
+        """Anchors and relation-placed assets (the assets the placer reads), and the embodiment: placed by its
+        relations, or at its fixed pose a passive obstacle (its stand) the placer keeps objects out of."""
+        robot = [self.embodiment] if self.embodiment is not None else []
+        return [a for a in self.assets if a.is_anchor or a.has_placement_relations] + robot
 
     def get_placed_assets(self) -> list[PlaceableAsset]:
         """Assets whose poses the placer writes (non-anchor, relation-placed)."""

@@ -2,7 +2,9 @@
 
 Each panel shows the supports' footprints (anchors, dashed), every placed object's footprint at its
 current layout pose (rotated by its yaw, labelled), and, when the layout failed a required check (a
-best-loss fallback), a red frame and the failed checks in the title. Env-local metres, X right, Y up.
+best-loss fallback), a red frame and the failed checks in the title. With ``ik_reachable`` in use, each
+``RequiresReachability`` object gets a ring: green when the robot reaches a top-down grasp at it from that
+layout's robot base pose, red when not. Env-local metres, X right, Y up.
 """
 
 from __future__ import annotations
@@ -26,6 +28,22 @@ def _footprint(box, pos, yaw):
     return [(pos[0] + c * x - s * y, pos[1] + s * x + c * y) for x, y in corners]
 
 
+def reachability_rings(pool, poses):
+    """``{object name: (xy (E, 2), reachable (E,))}`` of the ``RequiresReachability`` objects for layouts ``poses``
+    (E, n, 7) when the pool's placer runs ``ik_reachable``, else ``{}``."""
+    placer = getattr(pool, "placer", None)
+    runner = getattr(placer, "runner", None)
+    if runner is None or not any(v.check == "ik_reachable" for v in runner.validators):
+        return {}
+    from isaaclab_arena.reachability.ik_validator import object_reachability, target_positions
+
+    problem = placer.compile(pool.assets, pool.num_envs, str(pool.device))
+    pos, rot = poses[..., :3].contiguous(), poses[..., 3:].contiguous()
+    names, reach, _ = object_reachability(placer.params, problem, pos, rot)
+    xy = target_positions(problem, pos)[..., :2]
+    return {n: (xy[:, k].cpu(), reach[:, k].cpu()) for k, n in enumerate(names)}
+
+
 def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, report: dict | None = None) -> str:
     """Draws the current layout of the first ``max_envs`` envs of a ``PooledObjectPlacer``; returns ``path``.
 
@@ -45,6 +63,7 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
     rows = math.ceil(n_env / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
     anchors = [a for a in assets.values() if a.is_anchor]
+    rings = reachability_rings(pool, poses[:n_env])
     for e in range(rows * cols):
         ax = axes[e // cols][e % cols]
         if e >= n_env:
@@ -72,6 +91,10 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
             pts = _footprint(box, p[:3], _yaw(p[3:]))
             ax.add_patch(Polygon(pts, closed=True, alpha=0.5, fc=f"C{j % 10}", ec="k"))
             ax.text(p[0], p[1], name, fontsize=7, ha="center", va="center")
+        for name, (xy, ok) in rings.items():
+            reached = bool(ok[e])
+            ax.plot(float(xy[e, 0]), float(xy[e, 1]), "o", ms=16, mfc="none", mew=2.5,
+                    mec="tab:green" if reached else "tab:red")
         ax.set_aspect("equal")
         ax.autoscale_view()
         ax.margins(0.05)

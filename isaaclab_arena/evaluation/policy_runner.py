@@ -2,17 +2,25 @@
 
     scripts/arena_python.sh isaaclab_arena/evaluation/policy_runner.py --policy_type zero_action --seed 42 \\
         --placement_seed 42 --num_steps 100 table_pick_and_place --additional_table_objects cube_8cm
+    scripts/arena_python.sh isaaclab_arena/evaluation/policy_runner.py --policy_type scripted_pick_and_place \\
+        --num_envs 16 --num_episodes 32 --placement_seed 7 --compare_ik_reachable franka_table_pick_and_place
 
-Runner flags (shared parser, spec section 9) precede the environment name; environment flags follow it.
-Recorded layouts replay with ``--placement_layouts layouts.jsonl`` placed before the environment name.
+Runner flags (the shared parser) precede the environment name; environment flags follow it. Recorded layouts
+replay with ``--placement_layouts layouts.jsonl`` placed before the environment name.
+
+With ``--num_episodes`` (or a policy other than ``zero_action``) the runner counts episodes of the env's task:
+each ends with success (the task's ``success`` term) or a time-out; it prints every episode and the success
+rate (``evaluation/episodes.py``). ``--compare_ik_reachable`` runs the same episodes twice in one run, with the
+``ik_reachable`` placement check required and with it disabled, and prints both success rates.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
-POLICY_TYPES = ("zero_action",)
+from isaaclab_arena.evaluation.episodes import POLICY_TYPES
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -20,7 +28,12 @@ def make_parser() -> argparse.ArgumentParser:
 
     parser = get_isaaclab_arena_cli_parser(__doc__.splitlines()[0])
     parser.add_argument("--policy_type", default="zero_action", choices=POLICY_TYPES)
-    parser.add_argument("--num_episodes", type=int, default=None, help="(not used by zero_action; steps bound the run)")
+    parser.add_argument("--num_episodes", type=int, default=None,
+                        help="episodes to evaluate (ends with success or time-out); default: run --num_steps steps "
+                             "(zero_action) or 1 episode per env (other policies)")
+    parser.add_argument("--compare_ik_reachable", action="store_true",
+                        help="run the episodes twice, with the ik_reachable placement check required and disabled, "
+                             "and print both success rates")
     parser.add_argument("env_name", nargs="?", default=None, help="registered environment (runner flags before it)")
     parser.add_argument("env_args", nargs=argparse.REMAINDER, help="the environment's own flags")
     return parser
@@ -31,6 +44,11 @@ def build_from_args(argv: list[str]):
 
     Unknown environment names and bad flags exit with a message naming what was wrong and what is accepted.
     """
+    builder, args, _ = _parse(argv)
+    return builder, args
+
+
+def _parse(argv: list[str]):
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder
     from isaaclab_arena.environments.cli import builder_cfg_from_args
     from isaaclab_arena_environments.registered import REGISTERED_ENVIRONMENTS, get_registered_environment
@@ -41,22 +59,51 @@ def build_from_args(argv: list[str]):
         parser.error(f"name a registered environment after the runner flags; registered: {sorted(REGISTERED_ENVIRONMENTS)}")
     if args.env_spec is not None:
         parser.error("policy_runner.py runs registered Python environments; use environment_runner.py --env_spec for YAML")
+    if args.num_episodes is not None and args.num_episodes <= 0:
+        parser.error(f"--num_episodes must be a positive integer, got {args.num_episodes}")
     try:
         add_args, build = get_registered_environment(args.env_name)
     except KeyError as err:
         parser.error(str(err.args[0]))
-    env_parser = argparse.ArgumentParser(prog=f"policy_runner.py ... {args.env_name}")
+    env_parser = argparse.ArgumentParser(prog=f"policy_runner.py ... {args.env_name}", allow_abbrev=False)
     add_args(env_parser)
     env_args = env_parser.parse_args(args.env_args)
-    builder = ArenaEnvBuilder(build(env_args), builder_cfg_from_args(args))
-    return builder, args
+    if getattr(args, "embodiment", None) is not None and hasattr(env_args, "embodiment"):
+        env_args.embodiment = args.embodiment  # the runner flag, unless the env has none
+    elif getattr(args, "embodiment", None) is not None:
+        parser.error(f"--embodiment: environment '{args.env_name}' has no robot to choose")
+
+    def make_builder(**placer_overrides):
+        arena_env = build(env_args)
+        if placer_overrides:
+            arena_env.placer_params = dataclasses.replace(arena_env.placer_params, **placer_overrides)
+        return ArenaEnvBuilder(arena_env, builder_cfg_from_args(args))
+
+    return make_builder(), args, make_builder
 
 
 def main(argv: list[str] | None = None) -> dict:
     from isaaclab_arena.environments.run_loop import run
 
-    builder, args = build_from_args(list(sys.argv[1:] if argv is None else argv))
-    return run(builder, args.num_steps, args.output_dir, pictures=args.pictures)
+    builder, args, make_builder = _parse(list(sys.argv[1:] if argv is None else argv))
+    episodes = args.num_episodes
+    if episodes is None and (args.policy_type != "zero_action" or args.compare_ik_reachable):
+        episodes = builder.cfg.num_envs
+    if episodes is None:
+        return run(builder, args.num_steps, args.output_dir, pictures=args.pictures)
+    from isaaclab_arena.evaluation.episodes import run_episodes
+
+    if not args.compare_ik_reachable:
+        return run_episodes(builder, args.policy_type, episodes, args.output_dir)
+    from isaaclab_arena.relations.validation.registry import builtin_checks
+
+    required = run_episodes(builder, args.policy_type, episodes, args.output_dir, label="ik_required")
+    disabled = run_episodes(make_builder(enabled_checks=list(builtin_checks()), required_checks=None),
+                            args.policy_type, episodes, args.output_dir, label="ik_disabled")
+    for label, s in (("required", required), ("disabled", disabled)):
+        print(f"[compare] ik_reachable={label}: success_rate={s['success_rate']:.3f} ({s['successes']}/"
+              f"{s['num_episodes']} episodes)", flush=True)
+    return {"ik_required": required, "ik_disabled": disabled}
 
 
 if __name__ == "__main__":

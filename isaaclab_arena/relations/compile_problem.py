@@ -36,7 +36,7 @@ from isaaclab_arena.relations.placement_problem import (
     PlacementProblem,
 )
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
-from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On
+from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On, RequiresReachability
 from isaaclab_arena.utils.pose import quat_rotate
 
 
@@ -84,8 +84,9 @@ def _sort_scene(assets, num_envs):
         if a.get_world_pose() is None:
             raise PlacementConfigError(f"asset '{a.name}': an anchor needs a fixed initial pose; call "
                                        "set_initial_pose(Pose(...))")
+    # a fixed pose (initial_pose, or a default one such as a robot's stand on the floor) makes a passive obstacle
     obstacles = [a for a in assets if not a.is_anchor and not a.has_placement_relations
-                 and a.initial_pose is not None and not isinstance(a, (Background, ObjectReference))]
+                 and a.get_world_pose() is not None and not isinstance(a, (Background, ObjectReference))]
     known = {a.name for a in movables + anchors + obstacles}
     for a in movables:
         for rel in a.get_relations():
@@ -364,13 +365,31 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
         T.slack = VALIDATION_SLACK_M
         checkpoints = _device_array(list(sp.get_checkpoints()), int, None, device, keep)
     present = frozenset({"no_overlap"} | {c.check for c in compiled if c.check})
+    targets = _reachability_targets(assets, sc)
     problem = PlacementProblem(
         device=device, num_envs=num_envs, placement_seed=placement_seed,
         object_names=[a.name for a in sc.movables], fixed_names=[a.name for a in sc.fixed], relations=compiled,
         pairs=pairs, local_lo=tensors[0], local_hi=tensors[1], fixed_lo=tensors[2], fixed_hi=tensors[3], tables=T,
-        checkpoints=checkpoints, checks_present=present, _keep=keep)
+        checkpoints=checkpoints, checks_present=present, reachability_targets=targets,
+        fixed_origins=torch.tensor([list(a.get_world_pose().position_xyz) for a in sc.fixed], dtype=torch.float32,
+                                   device=device).reshape(len(sc.fixed), 3), _keep=keep)
     check_feasibility(problem, assets, placer_params)  # refuses what cannot fit, naming relations and metres
     return problem
+
+
+def _reachability_targets(assets, sc: _SceneCompiler) -> tuple[str, ...]:
+    """Names of the ``RequiresReachability`` objects (``ik_reachable`` reads their positions); each must be placed
+    by relations or have a fixed pose, so that its position is known per candidate."""
+    targets = []
+    for a in assets:
+        if not a.get_relations_of(RequiresReachability):
+            continue
+        if a.name not in sc.index:
+            raise PlacementConfigError(f"asset '{a.name}', relation requires_reachability(): the object is neither placed "
+                                       "by relations nor fixed by an initial_pose, so its position is unknown; add "
+                                       "a relation (e.g. On(table)) or an initial_pose")
+        targets.append(a.name)
+    return tuple(targets)
 
 
 def placement_signature(assets, num_envs: int, placer_params, device: str) -> tuple:

@@ -71,6 +71,8 @@ class PlacementProblem:
         tables: The warp struct the kernels read.
         checkpoints: The solver's checkpoints (iterations) on the device.
         checks_present: Built-in checks that judge something in this scene.
+        reachability_targets: Objects marked ``RequiresReachability`` (movable or fixed), for ``ik_reachable``.
+        fixed_origins: (n_fixed, 3) env-local origins of the fixed objects, metres.
     """
 
     device: str
@@ -87,6 +89,8 @@ class PlacementProblem:
     tables: SceneTables
     checkpoints: wp.array
     checks_present: frozenset[str] = frozenset()
+    reachability_targets: tuple[str, ...] = ()
+    fixed_origins: torch.Tensor | None = None
     _keep: list = field(default_factory=list, repr=False)
 
     @property

@@ -263,8 +263,10 @@ class PooledObjectPlacer:
         self.current_slot_info = {"env_ids": ids, "slots": slots}
         return out
 
-    def as_pose_source(self, names: list[str]) -> "PooledPoseSource":
-        return PooledPoseSource(self, names)
+    def as_pose_source(self, names: list[str], scene_keys: list[str] | None = None) -> "PooledPoseSource":
+        """A reset-term source of the placed assets ``names``, written to the runtime ``scene_keys`` (default: the
+        names; an embodiment named ``franka`` is written to ``robot``)."""
+        return PooledPoseSource(self, names, scene_keys)
 
     def summary(self) -> dict:
         return {"fills": self.num_fills, "layouts_per_env": self.layouts_per_env, "objects": self.object_names,
@@ -273,14 +275,18 @@ class PooledObjectPlacer:
 
 
 class PooledPoseSource:
-    """Reset-term pose source over a :class:`PooledObjectPlacer`, in the scene-object order ``names``."""
+    """Reset-term pose source over a :class:`PooledObjectPlacer`, in the order of the placed assets ``names``;
+    ``object_names`` are their runtime scene keys (``scene_keys``, default the names)."""
 
-    def __init__(self, pool: PooledObjectPlacer, names: list[str]):
+    def __init__(self, pool: PooledObjectPlacer, names: list[str], scene_keys: list[str] | None = None):
         missing = [n for n in names if n not in pool.object_names]
         if missing:
             raise ValueError(f"pooled placement has no layouts for {missing}; placed objects: {pool.object_names}")
+        if scene_keys is not None and len(scene_keys) != len(names):
+            raise ValueError(f"PooledPoseSource: {len(scene_keys)} scene keys for {len(names)} placed assets")
         self.pool = pool
-        self.object_names = list(names)
+        self.asset_names = list(names)
+        self.object_names = list(scene_keys if scene_keys is not None else names)
         self._index = torch.tensor([pool.object_names.index(n) for n in names], dtype=torch.long, device=pool.device)
 
     def poses_for_reset(self, env_ids: torch.Tensor) -> torch.Tensor:

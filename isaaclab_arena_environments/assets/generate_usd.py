@@ -1,4 +1,4 @@
-"""Authors the project's static USD assets with pxr (table background, open bin). Run once; outputs are committed.
+"""Authors the project's static USD assets with pxr (table background, open bin, floor slab). Run once; outputs are committed.
 
     scripts/arena_python.sh -m isaaclab_arena_environments.assets.generate_usd
 
@@ -24,6 +24,10 @@ TABLE_COLOR = (0.55, 0.38, 0.22)
 BIN_SIZE = (0.30, 0.20, 0.10)
 BIN_WALL = 0.01
 BIN_COLOR = (0.2, 0.35, 0.6)
+
+#: Floor slab: 2.4 m x 2.4 m, 0.02 m thick, its top face at z = 0 (the ground plane's height).
+FLOOR_SIZE = (2.4, 2.4, 0.02)
+FLOOR_COLOR = (0.42, 0.42, 0.45)
 
 
 def _new_stage(path: str, root_name: str):
@@ -87,8 +91,16 @@ def write_bin(path: str | None = None) -> str:
     return _save(stage, path)
 
 
+def write_floor(path: str | None = None) -> str:
+    """``/Floor`` with ``slab``: a static box whose top face is the root frame's z = 0 (a support for ``On``)."""
+    path = path or os.path.join(USD_DIR, "floor.usda")
+    stage, _ = _new_stage(path, "Floor")
+    _box(stage, "/Floor/slab", (0.0, 0.0, -0.5 * FLOOR_SIZE[2]), FLOOR_SIZE, FLOOR_COLOR)
+    return _save(stage, path)
+
+
 def main() -> None:
-    for p in (write_table(), write_bin()):
+    for p in (write_table(), write_bin(), write_floor()):
         print(f"wrote {p}")
 
 

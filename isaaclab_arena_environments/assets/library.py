@@ -29,6 +29,7 @@ MUG_USD = os.path.join(USD_DIR, "mug.usda")
 SHELF_USD = os.path.join(USD_DIR, "shelf.usda")
 KITCHEN_COUNTER_USD = os.path.join(USD_DIR, "kitchen_counter.usda")
 GROUND_PLANE_USD = os.path.join(USD_DIR, "ground_plane.usda")
+FLOOR_USD = os.path.join(USD_DIR, "floor.usda")
 
 
 def _pose(value: Any, asset: str) -> Pose | None:
@@ -76,6 +77,15 @@ def table_background(instance_name: str = "table_background", **params) -> Backg
                       initial_pose=_pose(params.get("initial_pose"), instance_name),
                       collision_mode=params.get("collision_mode"), registry_name="table_background",
                       registry_params=dict(params))
+
+
+def floor(instance_name: str = "floor", **params) -> Background:
+    """Static floor slab (USD): 2.4 x 2.4 m, 0.02 m thick, its top at z = 0 (the ground's height); the support a
+    robot stands ``On`` (anchor it with ``IsAnchor``)."""
+    _check_params(instance_name, "floor", params, _COMMON)
+    return Background(instance_name, sim_utils.UsdFileCfg(usd_path=FLOOR_USD),
+                      initial_pose=_pose(params.get("initial_pose"), instance_name),
+                      collision_mode=params.get("collision_mode"), registry_name="floor", registry_params=dict(params))
 
 
 def mug(instance_name: str = "mug", **params) -> Object:
@@ -151,6 +161,7 @@ def kitchen_counter(instance_name: str = "kitchen_counter", **params) -> Backgro
 #: registry name -> factory, registered with ``isaaclab_arena.adapters.asset_registry`` by the package ``__init__``.
 FACTORIES = {
     "table_background": table_background,
+    "floor": floor,
     "mug": mug,
     "bowl": bowl,
     "cube_4cm": cube_4cm,

@@ -31,5 +31,11 @@ class PrePhysicsPlacementValidator(PlacementValidator):
         """False when the validator's dependencies are missing (it is then not used)."""
         return True
 
+    @classmethod
+    def applies_to(cls, placer_params) -> bool:
+        """False when the check has nothing to judge under these settings (``ik_reachable`` without an embodiment);
+        the placer then leaves it out, as if it were unavailable."""
+        return True
+
     def validate_batch(self, batch: "PlacementCandidateBatch", collision_objects: Sequence) -> Sequence[bool]:
         raise NotImplementedError(f"{type(self).__name__}.validate_batch")

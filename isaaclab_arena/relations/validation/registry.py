@@ -2,8 +2,8 @@
 
 Built-in pre-physics checks (``no_overlap`` and each relation kind's check) are computed by the solve
 stage's evaluation (``kinds.CHECK_SLOTS``); ``@register_validator`` adds a validator class (pre- or
-post-physics) under its ``check`` name. Optional validators (``ik_reachable``) register when their extension
-imports and finds its dependencies.
+post-physics) under its ``check`` name. Optional validators (``ik_reachable``: batched IK with newton, and a
+cuRobo backend for it when cuRobo imports) register when their module imports and finds its dependencies.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from isaaclab_arena.relations.validation.validator import PlacementValidator
 
 _REGISTRY: dict[str, type[PlacementValidator]] = {}
 #: Modules that register optional validators when imported (each decides whether its dependencies exist).
-OPTIONAL_VALIDATOR_MODULES = ("isaaclab_arena_curobo",)
+OPTIONAL_VALIDATOR_MODULES = ("isaaclab_arena.reachability.ik_validator", "isaaclab_arena_curobo")
 _loaded = False
 
 

@@ -22,8 +22,8 @@ from isaaclab_arena.relations.validation.types import PlacementCheck, Validation
 
 #: Checks that may be named in enabled/required_checks although no validator is registered for them here
 #: (their validator registers only when an optional dependency is installed).
-OPTIONAL_CHECKS = {PlacementCheck.IK_REACHABLE.value: "no reachability validator is available (it needs an "
-                                                      "embodiment and an IK backend)"}
+OPTIONAL_CHECKS = {PlacementCheck.IK_REACHABLE.value: "no reachability validator applies (it needs an embodiment "
+                                                      "with a kinematic model in reachability_config.embodiment)"}
 
 
 def _coerce_verdicts(check: str, out, n: int, device) -> torch.Tensor:
@@ -59,7 +59,8 @@ class PlacementValidationRunner:
     def from_params(cls, placer_params) -> "PlacementValidationRunner":
         """Every built-in and registered, available pre-physics check, filtered by ``enabled_checks``;
         ``required_checks`` (None: all enabled). Unknown names raise ``ValueError`` listing the checks."""
-        registry = {k: v for k, v in registered_validators(ValidationStage.PRE_PHYSICS).items() if v.is_available()}
+        registry = {k: v for k, v in registered_validators(ValidationStage.PRE_PHYSICS).items()
+                    if v.is_available() and v.applies_to(placer_params)}
         known = list(CHECK_SLOTS) + list(registry)
         enabled = placer_params.enabled_checks
         required = placer_params.required_checks
