@@ -159,4 +159,4 @@ def check_reachability_markers(spec: SpecGraph, built: list) -> None:
     if spec.task is not None:
         raise SpecIssue("a task marks its pick_up_object requires_reachability, so the spec needs a robot; add a "
                         "top-level 'embodiment: {id, registry_name}'", where=spec.task.where, key="embodiment",
-                        line=spec.task.line)
+                        line=spec.key_lines.get("task") or spec.task.line)

@@ -28,6 +28,9 @@ def get_isaaclab_arena_cli_parser(description: str | None = None) -> argparse.Ar
     p.add_argument("--resolve_on_reset", action=argparse.BooleanOptionalAction, default=None,
                    help="draw a fresh pooled layout at every reset (default True)")
     p.add_argument("--env_spec", default=None, help="environment YAML (ArenaEnvGraphSpec)")
+    p.add_argument("--embodiment", default=None, metavar="REGISTRY_NAME",
+                   help="robot by embodiment registry name (e.g. franka_panda): replaces the spec's "
+                        "embodiment.registry_name, or the registered environment's robot")
     p.add_argument("--placement_layouts", default=None, help="recorded layouts (JSONL) to replay instead of solving")
     p.add_argument("--device", default="cpu", help="cpu or cuda:0")
     p.add_argument("--physics", default=None, choices=PHYSICS_CHOICES, help="physics backend (default ovphysx)")

@@ -5,7 +5,8 @@
 
 A spec's ``cli_override_specs`` add flags after ``--env_spec`` is read: ``{arg: object, target_node_id: mug}``
 gives ``--object <registry name>``, which swaps node ``mug``'s ``registry_name``. The spec's ``num_envs`` and
-``env_spacing`` are used unless ``--num_envs`` / ``--env_spacing`` are given.
+``env_spacing`` are used unless ``--num_envs`` / ``--env_spacing`` are given; ``--embodiment <registry name>``
+replaces the registry name of the spec's ``embodiment`` node.
 """
 
 from __future__ import annotations
@@ -36,7 +37,12 @@ def main(argv: list[str] | None = None) -> dict:
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder
     from isaaclab_arena.environments.run_loop import run
 
-    arena_env = spec.apply_cli_overrides(cli_override_values(args, spec)).to_arena_env()
+    spec = spec.apply_cli_overrides(cli_override_values(args, spec))
+    if args.embodiment is not None:  # --embodiment: another robot in the spec's embodiment node
+        from isaaclab_arena.env_spec.cli_override_spec import override_embodiment
+
+        spec = override_embodiment(spec, args.embodiment)
+    arena_env = spec.to_arena_env()
     builder = ArenaEnvBuilder(arena_env, builder_cfg_from_args(args))
     return run(builder, args.num_steps, args.output_dir, pictures=args.pictures)
 
