@@ -9,6 +9,9 @@
   least 1 s of repeated calls. ``reachable`` is the fraction of candidates found reachable.
 * ``robot_env_steps_per_s``: env-steps/s of a kit-less OV PhysX env (CPU) with the Franka, the table and a
   mug, zero actions (the arm holds its home pose), after 20 warm-up steps.
+* ``pick_and_place_env_steps_per_s`` (``--only pick``): env-steps/s of the registered
+  ``franka_table_pick_and_place`` env (robot placed by relations, ``ik_rel`` actions, task terms) driven by the
+  scripted pick-and-place policy, resets included, after 20 warm-up steps: the median of 3 windows of 100 steps.
 """
 
 from __future__ import annotations
@@ -99,9 +102,45 @@ def bench_env(num_envs: int, steps: int = 200) -> None:
         env.close()
 
 
+def bench_pick_and_place(num_envs: int) -> None:
+    from isaaclab.app import launch_simulation
+
+    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
+    from isaaclab_arena.evaluation.episodes import make_policy
+    from isaaclab_arena_environments.registered import get_registered_environment
+
+    add_args, build = get_registered_environment("franka_table_pick_and_place")
+    parser = argparse.ArgumentParser()
+    add_args(parser)
+    builder = ArenaEnvBuilder(build(parser.parse_args([])), ArenaEnvBuilderCfg(num_envs=num_envs, placement_seed=7,
+                                                                             gym_id="bench_pick_and_place"))
+    env_cfg = builder.compose_manager_cfg()
+    with launch_simulation(env_cfg, {"headless": True, "device": "cpu"}):
+        env = builder.make_registered(env_cfg)
+        obs, _ = env.reset()
+        policy, reset = make_policy("scripted_pick_and_place", env, builder)
+
+        def steps(n):
+            nonlocal obs
+            for _ in range(n):
+                obs, _, terminated, truncated, _ = env.step(policy(obs))
+                reset((terminated | truncated).nonzero().flatten())
+
+        steps(20)
+        windows = []
+        for _ in range(3):
+            t = time.perf_counter()
+            steps(100)
+            windows.append(100 * num_envs / (time.perf_counter() - t))
+        print(f"bench pick_and_place_env num_envs={num_envs} physics={builder.physics} "
+              f"pick_and_place_env_steps_per_s={statistics.median(windows):.0f} "
+              f"spread={min(windows):.0f}-{max(windows):.0f}", flush=True)
+        env.close()
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="ik,env", help="comma list of: ik, env")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("--only", default="ik,env", help="comma list of: ik, env, pick")
     parser.add_argument("--device", default="cpu", help="device of the IK check (cpu or cuda:0)")
     parser.add_argument("--num_envs", type=int, default=64, help="envs of the robot env benchmark")
     args = parser.parse_args()
@@ -110,6 +149,8 @@ def main() -> None:
         bench_ik(args.device)
     if "env" in only:
         bench_env(args.num_envs)
+    if "pick" in only:
+        bench_pick_and_place(args.num_envs)
 
 
 if __name__ == "__main__":

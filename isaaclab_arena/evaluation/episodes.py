@@ -103,6 +103,8 @@ def run_episodes(builder, policy_type: str, num_episodes: int, output_dir: str |
                        "env_steps_per_s": round(steps * n / wall, 1) if wall > 0 else math.nan}
             if builder.placer is not None:
                 summary["placement"] = builder.placer.summary()
+                summary["checks"] = list(builder.placer.check_names)
+                summary["required_checks"] = list(builder.placer.required_check_names)
             print(f"{tag} success_rate={rate:.3f} ({successes}/{len(episodes)} episodes, {n} envs, "
                   f"{summary['env_steps_per_s']} env-steps/s)", flush=True)
         finally:
