@@ -170,3 +170,26 @@ def test_pooled_layouts_of_the_robot_go_to_its_scene_key():
     torch.testing.assert_close(poses[:, 0], pool.peek(torch.arange(2))[:, pool.object_names.index("franka")])
     with pytest.raises(ValueError, match="1 scene keys for 2 placed assets"):
         pool.as_pose_source(["franka", "franka"], ["robot"])
+
+
+def test_task_over_assets_of_another_environment_is_refused():
+    from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
+    from isaaclab_arena.environments.task_terms import check_task
+    from isaaclab_arena.relations.relations import RequiresReachability
+    from isaaclab_arena.tasks import PickAndPlaceTask
+    from isaaclab_arena_environments.assets import library
+
+    cube, bowl, stray = library.cube_4cm("cube"), library.bowl("bowl"), library.mug("mug")
+    task = PickAndPlaceTask(cube, bowl, episode_length_s=6.0)
+    assert cube.get_relations_of(RequiresReachability)[0].stamped_by == "PickAndPlaceTask"
+    robot = make_embodiment("franka_panda", "franka")
+    assert check_task(IsaacLabArenaEnvironment("ok", [cube, bowl], embodiment=robot, task=task)) is task
+    with pytest.raises(ValueError, match=r"task PickAndPlaceTask: destination_location 'bowl' is not an asset of "
+                                         r"environment 'missing'; assets: \['cube', 'mug'\]"):
+        check_task(IsaacLabArenaEnvironment("missing", [cube, stray], embodiment=robot, task=task))
+    with pytest.raises(ValueError, match="pick_up_object and destination_location are both 'cube'"):
+        PickAndPlaceTask(cube, cube)
+    with pytest.raises(ValueError, match="episode_length_s must be a number > 0, got 0"):
+        PickAndPlaceTask(cube, bowl, episode_length_s=0)
+    with pytest.raises(TypeError, match="pick_up_object must be an asset of the environment"):
+        PickAndPlaceTask("cube", bowl)
