@@ -99,7 +99,7 @@ def test_unknown_registered_env_is_refused_naming_it(capsys):
     with pytest.raises(SystemExit):
         build_from_args(["--num_steps", "1", "pick_and_place_maple_table"])
     err = capsys.readouterr().err
-    assert "unknown registered environment 'pick_and_place_maple_table'; registered: ['table_pick_and_place']" in err
+    assert "unknown registered environment 'pick_and_place_maple_table'; registered: ['franka_table_pick_and_place', 'table_pick_and_place']" in err
     with pytest.raises(SystemExit):
         build_from_args(["--num_steps", "1"])
     assert "name a registered environment after the runner flags" in capsys.readouterr().err
