@@ -4,7 +4,6 @@ the not-yet-available debug viewer and MESH mode (clear warning / error). Real s
 
 from __future__ import annotations
 
-import logging
 import re
 
 import pytest
@@ -243,23 +242,6 @@ def test_convergence_threshold_is_validated():
 
 
 # ------------------------------------------------------------------------- not available yet
-@pytest.mark.parametrize("kw", [{"debug_visualize": True}, {"debug_visualize_output_path": "/tmp/placement.rrd"}])
-def test_debug_visualize_warns_that_the_viewer_is_not_available(kw, caplog):
-    with caplog.at_level(logging.WARNING, logger="isaaclab_arena.relations.object_placer"):
-        pl = ObjectPlacer(ObjectPlacerParams(placement_seed=3, solver_params=RelationSolverParams(verbose=False), **kw))
-        res = pl.place(SCENES["mug_bowl"]())
-    warned = [r for r in caplog.records if "debug viewer is not available yet" in r.getMessage()]
-    assert len(warned) == 1 and warned[0].levelno == logging.WARNING
-    assert ("debug_visualize=True" if "debug_visualize" in kw else "/tmp/placement.rrd") in warned[0].getMessage()
-    assert res[0].success  # placement still runs
-
-
-def test_debug_visualize_off_does_not_warn(caplog):
-    with caplog.at_level(logging.WARNING):
-        ObjectPlacer(ObjectPlacerParams(placement_seed=3))
-    assert not [r for r in caplog.records if "debug viewer" in r.getMessage()]
-
-
 def test_mesh_collision_mode_still_raises_the_not_available_error():
     from isaaclab_arena.relations.placement_problem import MeshCollisionNotAvailableError
 

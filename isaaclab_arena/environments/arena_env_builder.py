@@ -73,6 +73,8 @@ class ArenaEnvBuilderCfg:
         resolve_on_reset: Overrides ``placer_params.resolve_on_reset`` when not None.
         placement_layouts_path: Recorded layouts (JSONL) to replay instead of solving.
         output_dir: Where diagnostics and pictures go.
+        debug_visualize / debug_visualize_output_path: Override the placer's debug view fields when not None
+            (``--debug_visualize``, ``--debug_visualize_output_path``).
         episode_length_s: Episode length before a time-out reset, seconds; None uses the task's
             ``episode_length_s``, else 5 s.
         sim_dt: Physics time step, seconds.
@@ -90,6 +92,8 @@ class ArenaEnvBuilderCfg:
     resolve_on_reset: bool | None = None
     placement_layouts_path: str | None = None
     output_dir: str | None = None
+    debug_visualize: bool | None = None
+    debug_visualize_output_path: str | None = None
     episode_length_s: float | None = None
     sim_dt: float = 1.0 / 120.0
     decimation: int = 2
@@ -204,6 +208,9 @@ class ArenaEnvBuilder:
         robot = self.arena_env.embodiment
         if robot is not None and params.reachability_config.embodiment is None:  # ik_reachable checks this robot
             overrides["reachability_config"] = dataclasses.replace(params.reachability_config, embodiment=robot)
+        for name in ("debug_visualize", "debug_visualize_output_path"):
+            if getattr(self.cfg, name) is not None:
+                overrides[name] = getattr(self.cfg, name)
         return dataclasses.replace(params, **overrides) if overrides else params
 
     @property

@@ -8,6 +8,7 @@ Flags are never matched by prefix (``allow_abbrev=False``): ``--num_env 4`` is r
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from isaaclab_arena.environments.physics import PHYSICS_CHOICES
@@ -42,6 +43,11 @@ def get_isaaclab_arena_cli_parser(description: str | None = None) -> argparse.Ar
     p.add_argument("--episode_length_s", type=float, default=None, help="episode length before a time-out reset, s")
     p.add_argument("--pictures", action=argparse.BooleanOptionalAction, default=True,
                    help="write a top-down PNG of the placed layouts into the output dir")
+    p.add_argument("--debug_visualize", action="store_true",
+                   help="log every candidate batch to the Rerun debug view (needs rerun-sdk: scripts/arena_python.sh "
+                        "-m isaaclab_arena.debug.rerun_import); without a display: <output_dir>/placement_debug.rrd")
+    p.add_argument("--debug_visualize_output_path", default=None,
+                   help="write the Rerun debug recording (.rrd) to this file (turns the debug view on)")
     return p
 
 
@@ -60,6 +66,11 @@ def builder_cfg_from_args(args: argparse.Namespace, **overrides):
               output_dir=args.output_dir)
     if args.episode_length_s is not None:
         kw["episode_length_s"] = args.episode_length_s
+    path = getattr(args, "debug_visualize_output_path", None)
+    if getattr(args, "debug_visualize", False) or path:
+        if path is None and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            path = os.path.join(args.output_dir, "placement_debug.rrd")
+        kw.update(debug_visualize=True, debug_visualize_output_path=path)
     kw.update(overrides)
     return ArenaEnvBuilderCfg(**kw)
 
@@ -71,11 +82,13 @@ def run_main_reporting_user_errors(main, argv: list[str]) -> None:
     ``main`` itself still raises, so Python callers and tests see the exceptions.
     """
     from isaaclab_arena.adapters.asset_registry import UnknownAssetError
+    from isaaclab_arena.debug.rerun_import import DebugViewerUnavailableError
     from isaaclab_arena.relations.placement_problem import MeshCollisionNotAvailableError
 
     try:
         main(argv)
-    except (ValueError, KeyError, FileNotFoundError, UnknownAssetError, MeshCollisionNotAvailableError) as err:
+    except (ValueError, KeyError, FileNotFoundError, UnknownAssetError, MeshCollisionNotAvailableError,
+            DebugViewerUnavailableError) as err:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         print(f"error: {msg}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -8,6 +8,8 @@ change it. Positions are env-local metres, rotations xyzw.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import logging
 from dataclasses import dataclass, field
 
@@ -31,6 +33,9 @@ from isaaclab_arena.relations.validation.runner import PlacementValidationRunner
 from isaaclab_arena.utils.pose import Pose
 
 logger = logging.getLogger(__name__)
+
+#: The debug view (Rerun), looked up by name only when a debug field is set: the core never imports rerun.
+DEBUG_VIEW_MODULE = "isaaclab_arena.debug.placement_view"
 
 
 @dataclass
@@ -71,14 +76,16 @@ class ObjectPlacer:
 
     def __init__(self, params: ObjectPlacerParams | None = None):
         self.params = params or ObjectPlacerParams()
+        solver_params = self.params.solver_params
+        #: The debug view (None unless a debug field is set); it logs every batch ``place_problem`` validates.
+        self.debug_view = None
         if self.params.debug_visualize or self.params.debug_visualize_output_path:
-            logger.warning(
-                "ObjectPlacerParams.debug_visualize=%r, debug_visualize_output_path=%r: the placement debug viewer "
-                "is not available yet; placing without it (nothing is shown or written).",
-                self.params.debug_visualize, self.params.debug_visualize_output_path)
+            self.debug_view = importlib.import_module(DEBUG_VIEW_MODULE).open_view(self.params)
+            # the view plots the loss per iteration from the snapshots (the flag does not change the solve)
+            solver_params = dataclasses.replace(solver_params, save_position_history=True)
         seed = self.params.placement_seed
         self.placement_seed = int(seed) if seed is not None else int(torch.randint(0, 2**31 - 1, (1,)).item())
-        self.solver = RelationSolver(self.params.solver_params)
+        self.solver = RelationSolver(solver_params)
         self._runner: PlacementValidationRunner | None = None
         self._problems: dict[tuple, PlacementProblem] = {}
 
@@ -99,6 +106,8 @@ class ObjectPlacer:
                 self._problems.clear()
             problem = compile_placement_problem(assets, num_envs, self.placement_seed, self.params, device)
             self._problems[key] = problem
+            if self.debug_view is not None:
+                self.debug_view.on_compile(problem, assets)
         return problem
 
     def validate(self, problem: PlacementProblem, candidates) -> ValidatedBatch:
@@ -111,7 +120,10 @@ class ObjectPlacer:
     def place_problem(self, problem: PlacementProblem, env_ids: torch.Tensor, draw_ids: torch.Tensor) -> ValidatedBatch:
         """Solve -> validate for an already-compiled ``problem`` (the hot path). ``env_ids`` / ``draw_ids``:
         (B,) int64 on the problem's device."""
-        return self.validate(problem, self.solver.solve(problem, env_ids, draw_ids))
+        vb = self.validate(problem, self.solver.solve(problem, env_ids, draw_ids))
+        if self.debug_view is not None:
+            self.debug_view.on_batch(vb)
+        return vb
 
     def place_batch(self, assets, env_ids, draw_ids, num_envs: int, device: str = "cpu") -> ValidatedBatch:
         """Solves and validates candidates (env_ids[k], draw_ids[k]) of the scene ``assets``."""
