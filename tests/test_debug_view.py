@@ -153,7 +153,7 @@ def test_failing_scene_rrd_has_entities_verdicts_and_loss_series(tmp_path):
     assert pl.debug_view.path == path and not vb.passed.any()
     rrd = read_rrd(path)
     root = "/placement/batch_000"
-    for e in ("objects/a", "objects/b", "anchors/table", "candidate", "overview/b", "loss"):
+    for e in ("objects/a", "objects/b", "anchors/table", "candidate", "overview/b"):
         assert f"{root}/{e}" in rrd, sorted(rrd)
     assert rrd[f"{root}/objects/a"].times["candidate"] == [0, 1, 2, 3, 4]
     # verdicts per candidate, as the validation gave them
@@ -192,7 +192,8 @@ def test_failing_scene_rrd_has_entities_verdicts_and_loss_series(tmp_path):
     assert per.shape == (11, 5) and (per > 0).all()
     np.testing.assert_allclose([r[0] for r in mean.components["Scalars:scalars"]], per.mean(1), rtol=1e-6)
     np.testing.assert_allclose(per[-1], vb.loss.double().numpy(), rtol=1e-5)
-    text = rrd["/summary/batch_000"].components["TextDocument:text"][0][0]
+    assert len(rrd["/candidate_loss"].components["BarChart:values"]) == 5
+    text = rrd["/summary"].components["TextDocument:text"][0][0]
     assert "not_next_to=0/5" in text and "inside the keep-out region: 5 rejected" in text
 
 
@@ -275,3 +276,17 @@ def test_yaml_placer_params_debug_visualize_writes_the_recording(tmp_path):
     pool = PooledObjectPlacer(env.get_placement_assets(), env.placer_params, num_envs=2)
     pool.fill(torch.arange(2), "creation")
     assert path.stat().st_size > 0 and pool.placer.debug_view.batches >= 1
+
+
+def test_runner_flag_without_rerun_is_one_error_line_with_the_install_command(tmp_path):
+    runner = os.path.join(ARENA_ROOT, "isaaclab_arena", "scripts", "environment_runner.py")
+    spec = os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "tabletop", "mug_bowl_table.yaml")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["ISAACLAB_ARENA_RERUN_DIR"] = str(tmp_path / "none")
+    out = subprocess.run([os.path.join(ARENA_ROOT, "scripts", "arena_python.sh"), runner, "--env_spec", spec,
+                          "--num_envs", "1", "--num_steps", "1", "--debug_visualize", "--output_dir", str(tmp_path)],
+                         cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 2, out.stderr[-2000:]
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: debug_visualize needs the optional package rerun-sdk==0.41.0, which is not installed; "
+                      f"install it with: {INSTALL_COMMAND}"]

@@ -26,7 +26,8 @@ Entities (batch k of this placer as ``batch_k``, e.g. ``batch_000``; env-local m
 - ``solver/batch_k/loss/{mean,min,max,candidates}``: the loss per solver iteration (every 10 iterations,
   recomputed from ``save_position_history``, which the view turns on); ``trajectory/batch_k/<name>``:
   each object's position in every candidate at those iterations.
-- ``summary/batch_k``: the batch's diagnostics (the console summary and its rejection causes).
+- ``summary``: the diagnostics of the batch at the time cursor (the console summary and its rejection causes);
+  ``candidate_loss``: the loss of the candidate at the time cursor every 10 solver iterations (a bar chart).
 
 Timelines: ``candidate`` (one step per candidate, consecutive over batches; a batch's 3D entities are
 cleared when the next batch starts) and ``iteration`` (solver iterations).
@@ -130,8 +131,9 @@ class PlacementDebugView:
         self._log_overview(root, vb, start)
         self._log_solver(k, vb)
         lines = batch_diagnostics(vb, batch_index=k).console_lines()
-        self.rec.log(f"summary/batch_{k:03d}", self.rr.TextDocument(
-            f"candidates {start}..{start + b - 1}\n\n" + "\n".join(lines)), static=True)
+        self.rec.set_time("candidate", sequence=start)
+        self.rec.log("summary", self.rr.TextDocument(
+            f"batch {k}: candidates {start}..{start + b - 1}\n\n" + "\n".join(lines)))
         self.rec.flush()
 
     # ---- parts ---------------------------------------------------------------------------------------------
@@ -266,7 +268,7 @@ class PlacementDebugView:
         x = np.arange(s) * 10.0
         for i in range(b):  # one bar chart per candidate (rerun takes no column of tensors); debug path only
             self.rec.set_time("candidate", sequence=first + i)
-            self.rec.log(f"placement/batch_{k:03d}/loss", rr.BarChart(loss[i], abscissa=x))
+            self.rec.log("candidate_loss", rr.BarChart(loss[i], abscissa=x))
         it = [rr.TimeColumn("iteration", sequence=np.arange(s) * 10)]
         base = f"solver/batch_{k:03d}/loss"
         for name, series in (("mean", loss.mean(0)), ("min", loss.min(0)), ("max", loss.max(0))):
@@ -282,10 +284,10 @@ class PlacementDebugView:
     def _blueprint(self, vb):
         """The layout: candidates in 3D (camera above the scene of the first batch), loss, checks, diagnostics."""
         rrb = self.rr.blueprint
-        lo, hi = geo.world_bounds(vb.solved)
-        lo, hi = lo.min((0, 1)), hi.max((0, 1))
-        target = np.array([0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), hi[2]])
-        ext = float(max(hi[0] - lo[0], hi[1] - lo[1], 0.5))
+        lo, hi = vb.solved.bounds  # the placed objects over every candidate (a background can be huge)
+        lo, hi = lo.amin((0, 1)).cpu().double().numpy(), hi.amax((0, 1)).cpu().double().numpy()
+        target = np.array([0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), lo[2]])
+        ext = 1.5 * float(max(hi[0] - lo[0], hi[1] - lo[1], 0.4))
         eye = rrb.EyeControls3D(position=target + np.array([0.0, -0.9 * ext, 0.8 * ext]), look_target=target,
                                 eye_up=[0.0, 0.0, 1.0])
         return rrb.Blueprint(
@@ -293,11 +295,11 @@ class PlacementDebugView:
                 rrb.Tabs(rrb.Spatial3DView(name="candidates", origin="/placement", eye_controls=eye),
                          rrb.Spatial3DView(name="solver trajectory", origin="/trajectory", eye_controls=eye)),
                 rrb.Vertical(rrb.BarChartView(name="this candidate's loss every 10 iterations",
-                                              origin=f"/placement/batch_000/loss"),
+                                              origin="/candidate_loss"),
                              rrb.TimeSeriesView(name="loss per iteration (timeline: iteration)", origin="/solver"),
                              rrb.TimeSeriesView(name="checks per candidate (1 pass, 0 fail)", origin="/checks"),
                              rrb.TextDocumentView(name="diagnostics", origin="/summary")),
                 column_shares=[3, 2]),
-            rrb.TimePanel(timeline="candidate"), rrb.BlueprintPanel(state="collapsed"),
+            rrb.TimePanel(timeline="candidate", play_state="following"), rrb.BlueprintPanel(state="collapsed"),
             rrb.SelectionPanel(state="collapsed"))
 

@@ -1,18 +1,21 @@
 """Reading a placement debug recording back with rerun's own reader (``rerun.chunk.RrdReader``).
 
     scripts/arena_python.sh -m isaaclab_arena.debug.rrd_contents placement_debug.rrd
+    scripts/arena_python.sh -m isaaclab_arena.debug.rrd_contents placement_debug.rrd --view
 
-prints each entity with its components and row count, then each batch's rejection summary: a way to read a
-recording on a machine without a display.
+prints each entity with its components and row count, then each batch's rejection summary (a way to read a
+recording on a machine without a display); ``--view`` opens it in the Rerun viewer shipped with rerun-sdk
+(needs a display; ``--screenshot PNG`` instead renders one picture of the view into a file and exits).
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import warnings
 from dataclasses import dataclass, field
 
-from isaaclab_arena.debug.rerun_import import import_rerun
+from isaaclab_arena.debug.rerun_import import import_rerun, viewer_executable
 
 
 @dataclass
@@ -53,16 +56,33 @@ def read_rrd(path: str) -> dict[str, EntityRows]:
     return out
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: rrd_contents.py <recording.rrd>", file=sys.stderr)
+def open_viewer(path: str, screenshot: str | None = None) -> int:
+    """Runs the Rerun viewer on ``path`` (or renders ``screenshot``, 1600 x 1000 points, and exits)."""
+    import_rerun()
+    exe = viewer_executable()
+    if exe is None:
+        print("the Rerun viewer binary (rerun_cli) is missing from the rerun-sdk install", file=sys.stderr)
         return 2
-    entities = read_rrd(argv[0])
+    extra = ["--window-size", "1600x1000", "--screenshot-to", screenshot] if screenshot else []
+    return subprocess.run([exe, path, *extra]).returncode
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(description="What a placement debug recording (.rrd) holds.")
+    p.add_argument("rrd")
+    p.add_argument("--view", action="store_true", help="open the recording in the Rerun viewer (needs a display)")
+    p.add_argument("--screenshot", default=None, help="render the view into this PNG and exit (needs a display)")
+    args = p.parse_args(argv)
+    if args.view or args.screenshot:
+        return open_viewer(args.rrd, args.screenshot)
+    entities = read_rrd(args.rrd)
     for path in sorted(entities):
         e = entities[path]
         print(f"{path}: {e.num_rows} row(s); " + ", ".join(sorted(e.components)))
-    for path in sorted(p for p in entities if p.startswith("/summary/")):
-        print(f"\n{path}:\n" + "\n".join(str(t[0]) for t in entities[path].components.get("TextDocument:text", [])))
+    for text in entities.get("/summary", EntityRows("/summary")).components.get("TextDocument:text", []):
+        print("\n" + str(text[0]))
     return 0
 
 
