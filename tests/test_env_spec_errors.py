@@ -214,7 +214,7 @@ def test_top_level_keys(tmp_path):
      "cannot be set from YAML", "placer_params.solver_params.strategies"),
     ("{reachability_config: {embodiment: droid}}", "'placer_params.reachability_config.embodiment' holds an "
      "embodiment object", "placer_params.reachability_config.embodiment"),
-    ("{solver_params: {lr: -1.0}}", "RelationSolverParams.lr must be a finite number >= 0",
+    ("{solver_params: {lr: -1.0}}", "RelationSolverParams: lr must be >= 0, got -1",
      "placer_params.solver_params.lr"),
     ("{solver_params: {collision_mode: sdf}}", "must be one of 'bbox', 'mesh'",
      "placer_params.solver_params.collision_mode"),

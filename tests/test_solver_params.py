@@ -237,7 +237,7 @@ def test_convergence_threshold_never_stops_a_layout_the_checks_reject():
 
 
 def test_convergence_threshold_is_validated():
-    with pytest.raises(ValueError, match="convergence_threshold must be a finite number >= 0"):
+    with pytest.raises(ValueError, match="RelationSolverParams: convergence_threshold must be >= 0, got -1"):
         RelationSolverParams(convergence_threshold=-1.0)
 
 

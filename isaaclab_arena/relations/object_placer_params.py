@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
+from isaaclab_arena.utils import checks
 
 
 @dataclass
@@ -57,28 +58,22 @@ class ObjectPlacerParams:
     debug_visualize_output_path: str | None = None
 
     def __post_init__(self):
-        import math
-
+        owner = "ObjectPlacerParams"
         for name in ("max_placement_attempts", "min_unique_layouts_per_env"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise ValueError(f"ObjectPlacerParams.{name} must be a positive integer, got {v!r}")
-        if self.placement_seed is not None and (isinstance(self.placement_seed, bool) or not isinstance(self.placement_seed, int)):
-            raise ValueError(f"ObjectPlacerParams.placement_seed must be an integer or None, got {self.placement_seed!r}")
-        v = self.on_relation_z_tolerance_m
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise ValueError(f"ObjectPlacerParams.on_relation_z_tolerance_m must be a finite number >= 0, got {v!r}")
+            setattr(self, name, checks.integer(getattr(self, name), owner, name, minimum=1))
+        self.placement_seed = checks.integer(self.placement_seed, owner, "placement_seed", optional=True)
+        self.on_relation_z_tolerance_m = checks.number(self.on_relation_z_tolerance_m, owner,
+                                                       "on_relation_z_tolerance_m", minimum=0.0)
         for name in ("random_yaw_init", "apply_positions_to_objects", "verbose", "resolve_on_reset",
                      "allow_best_loss_fallbacks", "debug_visualize"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"ObjectPlacerParams.{name} must be true or false, got {getattr(self, name)!r}")
+            checks.flag(getattr(self, name), owner, name)
         for name in ("enabled_checks", "required_checks"):
             v = getattr(self, name)
             if v is not None:
                 if isinstance(v, str) or not all(isinstance(c, str) for c in v):
-                    raise ValueError(f"ObjectPlacerParams.{name} must be a list of check names, got {v!r}")
+                    raise ValueError(f"{owner}: {name} must be a list of check names, got {v!r}")
                 setattr(self, name, list(v))
         if self.enabled_checks is not None and self.required_checks is not None:
             extra = sorted(set(self.required_checks) - set(self.enabled_checks))
             if extra:
-                raise ValueError(f"ObjectPlacerParams.required_checks {extra} are not in enabled_checks {self.enabled_checks}")
+                raise ValueError(f"{owner}: required_checks {extra} are not in enabled_checks {self.enabled_checks}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from isaaclab_arena.assets.collision_mode import CollisionMode
+from isaaclab_arena.utils import checks
 from isaaclab_arena.relations.optimization.losses.relation_loss_strategies import (
     NoCollisionLossStrategy,
     default_strategies,
@@ -80,43 +81,29 @@ class RelationSolverParams:
     cpu_threads: int | None = None
 
     def __post_init__(self):
-        import math
-
-        if isinstance(self.collision_mode, str):
-            try:
-                self.collision_mode = CollisionMode(self.collision_mode.lower())
-            except ValueError:
-                raise ValueError(f"RelationSolverParams.collision_mode={self.collision_mode!r}; accepted: 'bbox', 'mesh'") from None
-        if isinstance(self.max_iters, bool) or not isinstance(self.max_iters, int) or self.max_iters < 0:
-            raise ValueError(f"RelationSolverParams.max_iters must be an integer >= 0, got {self.max_iters!r}")
+        owner = "RelationSolverParams"
+        self.collision_mode = checks.enum_member(CollisionMode, self.collision_mode, owner, "collision_mode")
+        self.max_iters = checks.integer(self.max_iters, owner, "max_iters", minimum=0)
         cps = tuple(self.checkpoint_iters)
-        if not cps or any(not isinstance(c, int) or c <= 0 for c in cps) or any(b <= a for a, b in zip(cps, cps[1:])):
-            raise ValueError(f"RelationSolverParams.checkpoint_iters must be positive, strictly increasing and unique, got {cps!r}")
+        for k, c in enumerate(cps):
+            checks.integer(c, owner, f"checkpoint_iters[{k}]", minimum=1)
+        if not cps or any(b <= a for a, b in zip(cps, cps[1:])):
+            raise ValueError(f"{owner}: checkpoint_iters must be positive, strictly increasing and unique, got {cps!r}")
         self.checkpoint_iters = cps
-        for name in ("lr", "convergence_threshold", "clearance_m"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise ValueError(f"RelationSolverParams.{name} must be a finite number >= 0, got {v!r}")
+        for name in ("lr", "convergence_threshold", "clearance_m", "eps", "penalty_margin_m"):
+            setattr(self, name, checks.number(getattr(self, name), owner, name, minimum=0.0))
         for name in ("beta1", "beta2"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 1.0:
-                raise ValueError(f"RelationSolverParams.{name} must be a number in [0, 1), got {v!r}")
-        for name in ("eps", "penalty_margin_m"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise ValueError(f"RelationSolverParams.{name} must be a finite number >= 0, got {v!r}")
-        if isinstance(self.init_attempts, bool) or not isinstance(self.init_attempts, int) or self.init_attempts <= 0:
-            raise ValueError(f"RelationSolverParams.init_attempts must be a positive integer, got {self.init_attempts!r}")
+            setattr(self, name, checks.number(getattr(self, name), owner, name, minimum=0.0, maximum=1.0,
+                                              strict_maximum=True))
+        for name in ("init_attempts", "num_spheres"):
+            setattr(self, name, checks.integer(getattr(self, name), owner, name, minimum=1))
         if self.cpu_threads is None:
             self.cpu_threads = available_cores()
-        if isinstance(self.cpu_threads, bool) or not isinstance(self.cpu_threads, int) or self.cpu_threads <= 0:
-            raise ValueError(f"RelationSolverParams.cpu_threads must be a positive integer or None, got "
-                             f"{self.cpu_threads!r}")
-        if not isinstance(self.collision_strategy, NoCollisionLossStrategy):
-            raise ValueError("RelationSolverParams.collision_strategy must be a NoCollisionLossStrategy, got "
-                             f"{self.collision_strategy!r}")
-        if isinstance(self.num_spheres, bool) or not isinstance(self.num_spheres, int) or self.num_spheres <= 0:
-            raise ValueError(f"RelationSolverParams.num_spheres must be a positive integer, got {self.num_spheres!r}")
+        self.cpu_threads = checks.integer(self.cpu_threads, owner, "cpu_threads", minimum=1)
+        for name in ("verbose", "profile", "save_position_history"):
+            checks.flag(getattr(self, name), owner, name)
+        checks.instance_of(self.collision_strategy, NoCollisionLossStrategy, owner, "collision_strategy",
+                           "a NoCollisionLossStrategy")
 
     def get_checkpoints(self) -> tuple[int, ...]:
         """Checkpoints capped by ``max_iters`` (``max_iters`` itself is always the last one)."""
