@@ -1,17 +1,21 @@
 """Registered Python environments: ``name -> (add_cli_args(parser), build(args) -> IsaacLabArenaEnvironment)``.
 
 Used by ``isaaclab_arena/evaluation/policy_runner.py <name> [env flags]`` (runner flags precede the name).
+
+Importing this module and calling the ``add_cli_args`` functions must stay cheap (no torch, no Isaac Lab): the
+runner's ``--help`` lists every environment's flags from them. Import assets and relations inside ``build``.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from isaaclab_arena.assets.object_reference import ObjectReference
-from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
-from isaaclab_arena.relations.relations import IsAnchor, NextTo, On, RequiresReachability, RotateAroundSolution, Side
-from isaaclab_arena_environments.assets import library
+if TYPE_CHECKING:
+    from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
+
+#: ``Side`` values (``relations.relation_base.Side``), spelled out so that the flags need no import.
+SIDES = ("positive_x", "negative_x", "positive_y", "negative_y")
 
 REGISTERED_ENVIRONMENTS: dict[str, tuple[Callable, Callable]] = {}
 
@@ -25,13 +29,18 @@ def register_environment(name: str):
 
 
 def _table_pick_and_place_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--additional_table_objects", nargs="*", default=[],
-                   help=f"extra objects On(table), by registry name: {sorted(library.FACTORIES)}")
+    p.add_argument("--additional_table_objects", nargs="*", default=[], metavar="REGISTRY_NAME",
+                   help="extra objects On(table), by asset registry name (e.g. cube_8cm box_flat)")
 
 
 def _table_pick_and_place(args) -> IsaacLabArenaEnvironment:
     """Table background with its tabletop anchored through an ObjectReference; mug and bowl On(table), bowl
     NextTo(mug); any ``--additional_table_objects`` On(table)."""
+    from isaaclab_arena.assets.object_reference import ObjectReference
+    from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
+    from isaaclab_arena.relations.relations import IsAnchor, NextTo, On
+    from isaaclab_arena_environments.assets import library
+
     bg = library.table_background("table_background")
     table = ObjectReference("table", "{ENV_REGEX_NS}/table_background/table", bg, object_type="base")
     table.add_relation(IsAnchor())
@@ -40,7 +49,7 @@ def _table_pick_and_place(args) -> IsaacLabArenaEnvironment:
     assets = [bg, table, mug, bowl]
     for i, reg in enumerate(args.additional_table_objects or []):
         if reg not in library.FACTORIES or reg == "table_background":
-            raise SystemExit(f"--additional_table_objects: unknown object '{reg}'; accepted: "
+            raise ValueError(f"--additional_table_objects: unknown object '{reg}'; accepted: "
                              f"{sorted(k for k in library.FACTORIES if k != 'table_background')}")
         assets.append(library.FACTORIES[reg](f"{reg}_{i}").add_relation(On(table)))
     return IsaacLabArenaEnvironment("table_pick_and_place", assets)
@@ -50,17 +59,15 @@ register_environment("table_pick_and_place")((_table_pick_and_place_args, _table
 
 
 #: Heading of a robot standing on each side of the table, facing it (radians about world Z).
-_FACING = {Side.NEGATIVE_X: 0.0, Side.POSITIVE_X: 3.141592653589793, Side.NEGATIVE_Y: 1.5707963267948966,
-           Side.POSITIVE_Y: -1.5707963267948966}
+_FACING = {"negative_x": 0.0, "positive_x": 3.141592653589793, "negative_y": 1.5707963267948966,
+           "positive_y": -1.5707963267948966}
 
 
 def _franka_table_pick_and_place_args(p: argparse.ArgumentParser) -> None:
-    from isaaclab_arena.embodiments import list_embodiments
-
-    p.add_argument("--embodiment", default="franka_panda", help=f"robot registry name: {list_embodiments()}")
+    p.add_argument("--embodiment", default="franka_panda", help="robot by embodiment registry name (e.g. franka_panda)")
     p.add_argument("--pick_up_object", default="cube_4cm", help="object to pick up, by registry name (e.g. cube_4cm, "
                                                                  "box_tall)")
-    p.add_argument("--robot_side", default=Side.NEGATIVE_X.value, choices=[s.value for s in Side],
+    p.add_argument("--robot_side", default="negative_x", choices=SIDES,
                    help="side of the table the robot stands on (it faces the table)")
     p.add_argument("--episode_length_s", type=float, default=8.0, help="time-out of an episode, seconds")
 
@@ -71,8 +78,12 @@ def _franka_table_pick_and_place(args) -> IsaacLabArenaEnvironment:
     task PickAndPlaceTask(object -> bowl). The object (by the task) and the bowl are marked RequiresReachability,
     so ``ik_reachable`` keeps layouts where the robot reaches both. Actions: ``ik_rel`` (TCP deltas in the robot
     base frame) + gripper."""
+    from isaaclab_arena.assets.object_reference import ObjectReference
     from isaaclab_arena.embodiments import make_embodiment
+    from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
+    from isaaclab_arena.relations.relations import IsAnchor, NextTo, On, RequiresReachability, RotateAroundSolution, Side
     from isaaclab_arena.tasks import PickAndPlaceTask
+    from isaaclab_arena_environments.assets import library
 
     side = Side(args.robot_side)
     floor = library.floor("floor").add_relation(IsAnchor())
@@ -81,9 +92,9 @@ def _franka_table_pick_and_place(args) -> IsaacLabArenaEnvironment:
     table.add_relation(IsAnchor())
     robot = make_embodiment(args.embodiment, "robot", {"action_mode": "ik_rel"})
     robot.add_relation(On(floor)).add_relation(NextTo(table, side=side, distance_m=0.05))
-    robot.add_relation(RotateAroundSolution(yaw_rad=_FACING[side]))
+    robot.add_relation(RotateAroundSolution(yaw_rad=_FACING[side.value]))
     if args.pick_up_object not in library.FACTORIES or args.pick_up_object in ("table_background", "floor"):
-        raise SystemExit(f"--pick_up_object: unknown object '{args.pick_up_object}'; accepted: "
+        raise ValueError(f"--pick_up_object: unknown object '{args.pick_up_object}'; accepted: "
                          f"{sorted(k for k in library.FACTORIES if k not in ('table_background', 'floor'))}")
     obj = library.FACTORIES[args.pick_up_object]("pick_up_object").add_relation(On(table))
     bowl = library.bowl("bowl").add_relation(On(table)).add_relation(RequiresReachability())

@@ -119,7 +119,7 @@ def report(collected: dict, rounds: int) -> list[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--before", required=True, help="checkout measured first (e.g. a worktree of the old commit)")
     ap.add_argument("--after", required=True, help="checkout measured second; its scripts/ do the measuring")
     ap.add_argument("--rounds", type=int, default=3, help="processes per side and scene (median over rounds)")

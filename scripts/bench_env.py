@@ -232,7 +232,7 @@ def _solver_available() -> bool:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", default="pool,pool16,reset,steps")
     p.add_argument("--device", default="cpu")
     p.add_argument("--windows", type=int, default=3, help="timed windows per figure (steps: rounds)")

@@ -42,7 +42,7 @@ def bench(name: str, make, params: ObjectPlacerParams, num_envs: int, repeats: i
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--num_envs", type=int, default=64)
     args = ap.parse_args(argv)

@@ -69,7 +69,7 @@ def candidates(kind: str, b: int, target: trimesh.Trimesh, subject_radius: float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--batches", type=int, nargs="+", default=[256, 4096])

@@ -237,7 +237,7 @@ def bench_spread(name: str, counts: tuple[int, int]) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small batches, short windows (CI)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--runs", type=int, default=None, help="timed windows per figure (median; default 5, quick 3)")

@@ -37,7 +37,8 @@ def bench_recorder(num_envs: int, num_steps: int, min_layouts: int, max_batches:
 
     from isaaclab_arena.env_spec.arena_env_graph_spec import ArenaEnvGraphSpec
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
-    from isaaclab_arena.offline_placement.recording import SettledPlacementParams, record_placements_to_jsonl
+    from isaaclab_arena.offline_placement.recording import SettledPlacementParams
+    from isaaclab_arena.offline_placement.recording_output import record_placements_to_jsonl
 
     arena_env = ArenaEnvGraphSpec.from_yaml(SCENE).to_arena_env()
     t0 = time.perf_counter()
@@ -61,7 +62,7 @@ def bench_recorder(num_envs: int, num_steps: int, min_layouts: int, max_batches:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--num_envs", type=int, default=16)
     parser.add_argument("--num_steps", type=int, default=90)
     parser.add_argument("--min_layouts", type=int, default=192)

@@ -110,7 +110,7 @@ def bench_pick_and_place(num_envs: int) -> None:
     from isaaclab_arena_environments.registered import get_registered_environment
 
     add_args, build = get_registered_environment("franka_table_pick_and_place")
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(allow_abbrev=False)
     add_args(parser)
     builder = ArenaEnvBuilder(build(parser.parse_args([])), ArenaEnvBuilderCfg(num_envs=num_envs, placement_seed=7,
                                                                              gym_id="bench_pick_and_place"))

@@ -1,4 +1,4 @@
-"""ClutterOn (seed 000/001, issue 5 item 1): release poses on a table, in a bin and on a relation-placed
+"""ClutterOn: release poses on a table, in a bin and on a relation-placed
 tray; every parameter changes the outcome; the clutter_on_relation check rejects hand-built violating
 releases with the amount. Lengths in metres, env-local world frame."""
 

@@ -103,7 +103,7 @@ def test_unknown_registered_env_is_refused_naming_it(capsys):
     with pytest.raises(SystemExit):
         build_from_args(["--num_steps", "1"])
     assert "name a registered environment after the runner flags" in capsys.readouterr().err
-    with pytest.raises(SystemExit, match="--additional_table_objects: unknown object 'chair'"):
+    with pytest.raises(ValueError, match="--additional_table_objects: unknown object .chair."):
         build_from_args(["table_pick_and_place", "--additional_table_objects", "chair"])
 
 

@@ -1,4 +1,4 @@
-"""PlacementLayouts: JSONL format of seed 000, line-numbered errors, atomic writer."""
+"""PlacementLayouts: the episode JSONL format, line-numbered errors, atomic writer."""
 
 from __future__ import annotations
 

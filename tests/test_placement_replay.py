@@ -1,4 +1,5 @@
-"""Replay order (seed 000 "Replay Order") and replay configuration checks (seed 000 "Replay Configuration")."""
+"""Replay order (each resetting env takes the next layout of one shared, wrapping queue, in request order) and the
+replay configuration checks (recorded layouts exclude re-solving and a placement seed)."""
 
 from __future__ import annotations
 

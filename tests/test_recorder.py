@@ -39,7 +39,7 @@ VALIDATORS_MODULE = textwrap.dedent('''
 
     @dataclass
     class MaxRootHeightValidator(PostPhysicsPlacementValidator):
-        """Seed 004's example: every root's final height (env-local, metres) at most max_height_m."""
+        """Every root's final height (env-local, metres) at most max_height_m."""
 
         check: ClassVar[str] = "max_root_height"
         max_height_m: float = 1.5
@@ -290,7 +290,7 @@ class TestOneTableEnv:
     """Recordings on one in-process table env (one Isaac Lab SimulationContext at a time: closed after the class)."""
 
     def test_default_pose_shift_limit_rejects_on_drops_and_writes_nothing(self, table_env, tmp_path):
-        from isaaclab_arena.offline_placement.recording import record_placements_to_jsonl
+        from isaaclab_arena.offline_placement.recording_output import record_placements_to_jsonl
 
         arena_env, env = table_env
         out = tmp_path / "none.jsonl"
@@ -306,7 +306,7 @@ class TestOneTableEnv:
 
 
     def test_custom_target_validator_rejecting_everything_writes_no_file(self, table_env, tmp_path, validators_dir):
-        from isaaclab_arena.offline_placement.recording import record_placements_to_jsonl
+        from isaaclab_arena.offline_placement.recording_output import record_placements_to_jsonl
 
         arena_env, env = table_env
         out = tmp_path / "custom.jsonl"
@@ -319,7 +319,8 @@ class TestOneTableEnv:
 
 
     def test_partial_shortfall_still_writes_the_accepted_layouts(self, table_env, tmp_path, validators_dir, caplog):
-        from isaaclab_arena.offline_placement.recording import collect_settled_placements, record_placements_to_jsonl
+        from isaaclab_arena.offline_placement.recording import collect_settled_placements
+        from isaaclab_arena.offline_placement.recording_output import record_placements_to_jsonl
 
         arena_env, env = table_env
         out = tmp_path / "partial.jsonl"
@@ -336,7 +337,7 @@ class TestOneTableEnv:
 
 
     def test_existing_output_is_refused_before_any_batch(self, table_env, tmp_path):
-        from isaaclab_arena.offline_placement.recording import record_placements_to_jsonl
+        from isaaclab_arena.offline_placement.recording_output import record_placements_to_jsonl
 
         arena_env, env = table_env
         out = tmp_path / "exists.jsonl"
@@ -347,7 +348,8 @@ class TestOneTableEnv:
 
 
     def test_settling_longer_than_the_episode_is_refused(self, table_env, tmp_path):
-        from isaaclab_arena.offline_placement.recording import SettledPlacementParams, record_placements_to_jsonl
+        from isaaclab_arena.offline_placement.recording import SettledPlacementParams
+        from isaaclab_arena.offline_placement.recording_output import record_placements_to_jsonl
         from isaaclab_arena.offline_placement.recording_config import RecordingConfigError
 
         arena_env, env = table_env
@@ -357,7 +359,7 @@ class TestOneTableEnv:
 
 # ---- clutter round trips -----------------------------------------------------------------------------------------
 def _record_clutter(spec, out, num_steps=90, max_batches=3, min_layouts=4, **extra_validators):
-    from isaaclab_arena.offline_placement.recording import record_settled_placement_layouts
+    from isaaclab_arena.offline_placement.recording_output import record_settled_placement_layouts
     from isaaclab_arena.offline_placement.recording_config import PlacementRecordingCfg
 
     cfg = PlacementRecordingCfg(env_spec=spec, output=str(out), num_envs=3, env_spacing=2.0,
@@ -483,7 +485,8 @@ def test_failed_required_solver_checks_reject_without_stepping_physics(tmp_path)
     from isaaclab_arena.assets.asset import Object
     from isaaclab_arena.assets.object_reference import ObjectReference
     from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
-    from isaaclab_arena.offline_placement.recording import SettledPlacementParams, record_placements_to_jsonl
+    from isaaclab_arena.offline_placement.recording import SettledPlacementParams
+    from isaaclab_arena.offline_placement.recording_output import record_placements_to_jsonl
     from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
     from isaaclab_arena.relations.relations import IsAnchor, On
     from isaaclab_arena_environments.assets.library import table_background
@@ -521,7 +524,8 @@ def test_unavailable_required_solver_check_rejects_as_missing(tmp_path):
     import warnings
 
     from isaaclab_arena.env_spec.arena_env_graph_spec import ArenaEnvGraphSpec
-    from isaaclab_arena.offline_placement.recording import SettledPlacementParams, record_placements_to_jsonl
+    from isaaclab_arena.offline_placement.recording import SettledPlacementParams
+    from isaaclab_arena.offline_placement.recording_output import record_placements_to_jsonl
 
     arena_env = ArenaEnvGraphSpec.from_yaml(TABLE_SCENE).to_arena_env()
     arena_env.placer_params = dataclasses.replace(arena_env.placer_params, min_unique_layouts_per_env=2,

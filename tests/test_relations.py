@@ -30,9 +30,9 @@ from isaaclab_arena.relations.relations import (
 
 REQUIRED = inspect.Parameter.empty
 
-#: Constructor parameters in order, with defaults, exactly as the relations reference (seed 001) lists them.
-#: NextTo's side defaults to +X (seed 000: "With no additional arguments, NextTo(parent) places the subject on
-#: the parent's positive X side at a distance of 0.05 m").
+#: Constructor parameters in order, with defaults, as the relation classes' public signatures promise them.
+#: NextTo's side defaults to +X: with no other arguments, NextTo(parent) places the subject on the parent's
+#: positive X side at a distance of 0.05 m.
 SIGNATURES = {
     AlignWith: [("parent", REQUIRED), ("axis", REQUIRED), ("offset_m", 0.0), ("tolerance_m", 0.02),
                 ("relation_loss_weight", 1.0)],

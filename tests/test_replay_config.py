@@ -1,4 +1,5 @@
-"""Seed 000's forbidden replay configurations, refused through the real entry points.
+"""Forbidden replay configurations (recorded layouts with re-solving or a placement seed), refused through the
+real entry points.
 
 Builder configuration (``ArenaEnvBuilderCfg``), runner flags (``environment_runner.py`` / ``policy_runner.py``),
 YAML ``placer_params`` and the environment's defaults; bad layout files through the builder. Every error names

@@ -3,7 +3,7 @@
 - the three entry points: ``ArenaEnvBuilderCfg(placement_layouts_path=...)``, ``arena_env.placement_layouts``
   set before ``compose_manager_cfg()``, ``environment_runner.py --env_spec ... --placement_layouts`` and
   ``policy_runner.py --placement_layouts ... <registered env>``;
-- seed 000's replay order read back from the simulator (4 layouts, 3 envs: [0, 1, 2] then [3, 0, 1]; a partial
+- the replay order read back from the simulator (4 layouts, 3 envs: [0, 1, 2] then [3, 0, 1]; a partial
   reset consumes only its envs' layouts, in request order, and leaves the other envs untouched);
 - one reset writer, which zeros the root velocities of the resetting envs only;
 - the solver is never invoked (a spy on ``ObjectPlacer.place_batch`` / ``PooledObjectPlacer``, and a scene the
@@ -233,7 +233,7 @@ def test_environment_runner_no_solve_relations_is_compatible(layouts_file, tmp_p
 
 
 def test_policy_runner_replays_the_file_for_a_registered_env(layouts_file, tmp_path, no_solver):
-    """``--placement_layouts`` goes before the environment subcommand (seed 000)."""
+    """``--placement_layouts`` goes before the environment subcommand (a runner flag)."""
     from isaaclab_arena.evaluation import policy_runner
 
     summary = policy_runner.main(["--policy_type", "zero_action", "--placement_layouts", str(layouts_file),
@@ -247,7 +247,7 @@ def test_policy_runner_replays_the_file_for_a_registered_env(layouts_file, tmp_p
 
 
 def test_policy_runner_python_runner_sets_layouts_on_the_builder(layouts_file, no_solver):
-    """Seed 000: a Python runner may set ``builder.arena_env.placement_layouts`` after obtaining the builder."""
+    """A Python runner may set ``builder.arena_env.placement_layouts`` after obtaining the builder."""
     import argparse
 
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg

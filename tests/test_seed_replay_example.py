@@ -1,4 +1,4 @@
-"""The ten-layout replay example that seed 000 names (isaaclab_arena/tests/test_data/placement_replay.*).
+"""The shipped ten-layout replay example (isaaclab_arena/tests/test_data/placement_replay.*).
 
 The file must load as the documented format and replay in a real kit-less env (OV PhysX, CPU): the first
 reset of four envs restores layouts 0-3 exactly, and the settled poses stay put while physics steps.

@@ -1,4 +1,4 @@
-"""The check registry, custom validators (seed 003), enabled/required checks, the two-pass runner and
+"""The check registry, custom validators, enabled/required checks, the two-pass runner and
 the rejection summary."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ BUILTIN = ["no_overlap", "clearance", "on_relation", "clutter_on_relation", "nex
 
 @pytest.fixture
 def max_height_validator():
-    # seed 003, verbatim
+    # the documented custom-validator example
     @register_validator
     class MaxOriginHeightValidator(PrePhysicsPlacementValidator):
         check = "max_origin_height"

@@ -44,7 +44,7 @@ from isaaclab_arena.environments.embodiment_terms import add_embodiment_entity, 
 from isaaclab_arena.environments.task_terms import add_task_terms, check_task
 from isaaclab_arena.environments.env_spacing import default_env_spacing
 from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
-from isaaclab_arena.environments.physics import PHYSICS_CHOICES, make_physics_cfg
+from isaaclab_arena.environments.physics import PHYSICS_CHOICES, NewtonContactSettings, make_physics_cfg
 from isaaclab_arena.environments.reset_events import CombinedPoseSource, FixedPoseSource, arena_pose_reset_term_cfg
 from isaaclab_arena.environments.scene_entities import ExplicitCloneAssignment, entity_cfg
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
@@ -80,6 +80,7 @@ class ArenaEnvBuilderCfg:
         sim_dt: Physics time step, seconds.
         decimation: Physics steps per env step.
         gym_id: Gym id to register; None uses the environment's name.
+        newton_contact: Contact settings of ``newton_mjwarp`` (None: ``physics.NEWTON_CONTACT_SETTINGS``).
     """
 
     num_envs: int | None = None
@@ -98,6 +99,7 @@ class ArenaEnvBuilderCfg:
     sim_dt: float = 1.0 / 120.0
     decimation: int = 2
     gym_id: str | None = None
+    newton_contact: NewtonContactSettings | None = None
 
     def __post_init__(self):
         if self.num_envs is not None and (isinstance(self.num_envs, bool) or not isinstance(self.num_envs, int)
@@ -330,8 +332,9 @@ class ArenaEnvBuilder:
         cfg.decimation = self.cfg.decimation
         cfg.episode_length_s = self.cfg.episode_length_s or getattr(task, "episode_length_s", None) or 5.0
         cfg.sim.dt = self.cfg.sim_dt
+        cfg.sim.render_interval = self.cfg.decimation  # headless: at most one render call per env step
         cfg.sim.device = self.cfg.device
-        cfg.sim.physics = make_physics_cfg(self.physics, self.cfg.device)
+        cfg.sim.physics = make_physics_cfg(self.physics, self.cfg.device, self.cfg.newton_contact)
         scene = ArenaSceneCfg(num_envs=self.cfg.num_envs, env_spacing=self.env_spacing)
         scene.ground = AssetBaseCfg(prim_path="/World/ground", spawn=sim_utils.GroundPlaneCfg(usd_path=_REPO_GROUND))
         variant_counts, members = [], []

@@ -3,6 +3,9 @@
 ``--num_envs`` and ``--env_spacing`` default to None: the env builder then takes the spec's (YAML ``num_envs`` /
 ``env_spacing``), else 1 env and a spacing derived from the scene (``environments/env_spacing.py``).
 Flags are never matched by prefix (``allow_abbrev=False``): ``--num_env 4`` is refused, not read as ``--num_envs``.
+Paths (``--env_spec``, ``--placement_layouts``, ``--output_dir``) are taken from the caller's working directory.
+
+This module imports only argparse at load time, so ``--help`` answers without loading torch or Isaac Lab.
 """
 
 from __future__ import annotations
@@ -12,11 +15,16 @@ import os
 import sys
 
 from isaaclab_arena.environments.physics import PHYSICS_CHOICES
+from isaaclab_arena.utils.arena_argparse import ArenaArgumentParser
 
 
-def get_isaaclab_arena_cli_parser(description: str | None = None) -> argparse.ArgumentParser:
-    """Flags shared by ``environment_runner.py`` and ``policy_runner.py`` (runner flags precede an env name)."""
-    p = argparse.ArgumentParser(description=description, allow_abbrev=False)
+def get_isaaclab_arena_cli_parser(description: str | None = None, env_spec: bool = True,
+                                  **parser_kw) -> argparse.ArgumentParser:
+    """Flags shared by ``environment_runner.py`` and ``policy_runner.py`` (runner flags precede an env name).
+
+    ``env_spec=False`` leaves out ``--env_spec`` (runners of registered Python environments).
+    """
+    p = ArenaArgumentParser(description=description, **parser_kw)
     p.add_argument("--num_envs", type=int, default=None,
                    help="parallel environments (> 0; default: the spec's num_envs, else 1)")
     p.add_argument("--env_spacing", type=float, default=None,
@@ -28,7 +36,8 @@ def get_isaaclab_arena_cli_parser(description: str | None = None) -> argparse.Ar
                    help="skip the solver: objects keep their initial poses")
     p.add_argument("--resolve_on_reset", action=argparse.BooleanOptionalAction, default=None,
                    help="draw a fresh pooled layout at every reset (default True)")
-    p.add_argument("--env_spec", default=None, help="environment YAML (ArenaEnvGraphSpec)")
+    if env_spec:
+        p.add_argument("--env_spec", default=None, help="environment YAML (ArenaEnvGraphSpec), from the working directory")
     p.add_argument("--embodiment", default=None, metavar="REGISTRY_NAME",
                    help="robot by embodiment registry name (e.g. franka_panda): replaces the spec's "
                         "embodiment.registry_name, or the registered environment's robot")
@@ -39,7 +48,9 @@ def get_isaaclab_arena_cli_parser(description: str | None = None) -> argparse.Ar
                    help="physics preset: physx -> ovphysx, newton -> newton_mjwarp")
     p.add_argument("--viz", default="none", choices=("kit", "none"), help="viewer (kit needs Isaac Sim and a display)")
     p.add_argument("--num_steps", type=int, default=100, help="env steps to run")
-    p.add_argument("--output_dir", default="outputs/arena", help="diagnostics, pictures and summaries go here")
+    p.add_argument("--output_dir", default=os.path.join("outputs", "arena"),
+                   help="diagnostics, pictures and run_summary.json go here (default: ./outputs/arena in the working "
+                        "directory)")
     p.add_argument("--episode_length_s", type=float, default=None, help="episode length before a time-out reset, s")
     p.add_argument("--pictures", action=argparse.BooleanOptionalAction, default=True,
                    help="write a top-down PNG of the placed layouts into the output dir")
@@ -48,22 +59,75 @@ def get_isaaclab_arena_cli_parser(description: str | None = None) -> argparse.Ar
                         "-m isaaclab_arena.debug.rerun_import); without a display: <output_dir>/placement_debug.rrd")
     p.add_argument("--debug_visualize_output_path", default=None,
                    help="write the Rerun debug recording (.rrd) to this file (turns the debug view on)")
+    p.add_argument("--picture_envs", type=env_selection, default=None, metavar="ENVS",
+                   help="envs drawn in the picture, e.g. 0-15 or 3,17,100-103 (default: the first 16)")
+    p.add_argument("--verbose", action="store_true",
+                   help="also print Isaac Lab's manager tables and the simulator's start-up messages")
     return p
+
+
+def env_selection(text: str) -> list[int]:
+    """``"0-3,7"`` -> ``[0, 1, 2, 3, 7]`` (env indices, >= 0, in the order given, no repeats)."""
+    out: list[int] = []
+    for part in text.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        try:
+            ids = range(int(lo), int(hi) + 1) if sep else [int(lo)]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: give env indices like 0-15 or 3,17,100-103") from None
+        if (sep and int(hi) < int(lo)) or int(lo) < 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: ranges go low-high and indices are >= 0")
+        out += [i for i in ids if i not in out]
+    return out
+
+
+def check_runner_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuses (one line, exit 2) values the shared flags cannot take and a backend or device this install cannot
+    run, before anything expensive is loaded."""
+    if args.num_envs is not None and args.num_envs <= 0:
+        parser.error(f"--num_envs must be > 0, got {args.num_envs}")
+    if args.env_spacing is not None and not args.env_spacing > 0:
+        parser.error(f"--env_spacing must be a number of metres > 0, got {args.env_spacing}")
+    if args.num_steps < 0:
+        parser.error(f"--num_steps must be >= 0, got {args.num_steps}")
+    if args.viz == "kit":
+        parser.error("--viz kit needs Isaac Sim (Kit) and a display; this install is kit-less. Use --viz none.")
+    if args.placement_layouts is not None and not os.path.isfile(args.placement_layouts):
+        parser.error(f"--placement_layouts {args.placement_layouts}: no such file (paths are taken from the working "
+                     f"directory {os.getcwd()})")
+    check_backend_flags(parser, args.physics, args.presets, args.device)
+
+
+def check_backend_flags(parser: argparse.ArgumentParser, physics: str | None, presets: str | None,
+                        device: str) -> None:
+    """Refuses (``parser.error``) a backend or device this install cannot run; cheap (no simulator import)."""
+    from isaaclab_arena.environments.physics import check_backend_available
+
+    chosen = physics or {"physx": "ovphysx", "newton": "newton_mjwarp"}.get(presets or "", "ovphysx")
+    try:
+        check_backend_available(chosen, device)
+    except (ValueError, RuntimeError) as err:
+        parser.error(str(err))
+
+
+def chosen_physics(args: argparse.Namespace) -> str | None:
+    """``--physics``, else the backend ``--presets`` names, else None (the environment's or the default)."""
+    if args.physics is not None:
+        return args.physics
+    return None if args.presets is None else {"physx": "ovphysx", "newton": "newton_mjwarp"}[args.presets]
 
 
 def builder_cfg_from_args(args: argparse.Namespace, **overrides):
     """``ArenaEnvBuilderCfg`` from parsed runner flags (keyword overrides win)."""
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilderCfg
 
-    physics = args.physics
-    if physics is None and args.presets is not None:
-        physics = {"physx": "ovphysx", "newton": "newton_mjwarp"}[args.presets]
+    physics = chosen_physics(args)
     if args.viz == "kit":
         raise SystemExit("--viz kit needs Isaac Sim (Kit) and a display; this install is kit-less. Use --viz none.")
     kw = dict(num_envs=args.num_envs, env_spacing=args.env_spacing, device=args.device, physics=physics,
               seed=args.seed, placement_seed=args.placement_seed, solve_relations=args.solve_relations,
-              resolve_on_reset=args.resolve_on_reset, placement_layouts_path=args.placement_layouts,
-              output_dir=args.output_dir)
+              resolve_on_reset=args.resolve_on_reset, placement_layouts_path=_absolute(args.placement_layouts),
+              output_dir=_absolute(args.output_dir))
     if args.episode_length_s is not None:
         kw["episode_length_s"] = args.episode_length_s
     path = getattr(args, "debug_visualize_output_path", None)
@@ -75,25 +139,44 @@ def builder_cfg_from_args(args: argparse.Namespace, **overrides):
     return ArenaEnvBuilderCfg(**kw)
 
 
+def _absolute(path: str | None) -> str | None:
+    return None if path is None else os.path.abspath(os.path.expanduser(path))
+
+
+#: Exit status of a run ended by Ctrl-C (SIGINT) or SIGTERM: 128 + the signal number.
+INTERRUPTED_EXIT = {"SIGINT": 130, "SIGTERM": 143}
+
+
 def run_main_reporting_user_errors(main, argv: list[str]) -> None:
     """Runs a runner's ``main(argv)``; a refused input (bad spec, relation, layout file, pool that cannot be
-    filled) ends the process with ``error: <message>`` on stderr and exit status 2 instead of a traceback.
+    filled) ends the process with ``error: <message>`` on stderr and exit status 2 instead of a traceback;
+    Ctrl-C ends it with one ``interrupted`` line and status 130.
 
     ``main`` itself still raises, so Python callers and tests see the exceptions.
     """
+    try:
+        main(argv)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        raise SystemExit(INTERRUPTED_EXIT["SIGINT"]) from None
+    except Exception as err:  # noqa: BLE001 - classified below; anything else keeps its traceback
+        if not is_user_error(err):
+            raise
+        msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+        print(f"error: {msg or type(err).__name__}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def is_user_error(err: BaseException) -> bool:
+    """Refused input (exit 2) rather than a bug: bad values, missing files, unknown names, a pool that cannot be
+    filled, a backend or device this install cannot run."""
     from isaaclab_arena.adapters.asset_registry import UnknownAssetError
     from isaaclab_arena.debug.rerun_import import DebugViewerUnavailableError
     from isaaclab_arena.relations.placement_problem import MeshCollisionNotAvailableError
 
-    try:
-        main(argv)
-    except (ValueError, KeyError, FileNotFoundError, UnknownAssetError, MeshCollisionNotAvailableError,
-            DebugViewerUnavailableError) as err:
-        msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
-        print(f"error: {msg}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except RuntimeError as err:  # e.g. the placement pool could not be filled without fallbacks
-        if "Placement pool" not in str(err):
-            raise
-        print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
+    if isinstance(err, (ValueError, KeyError, FileNotFoundError, FileExistsError, UnknownAssetError,
+                        MeshCollisionNotAvailableError, DebugViewerUnavailableError)):
+        return True
+    text = str(err)
+    return isinstance(err, RuntimeError) and ("Placement pool" in text or "needs Isaac Sim" in text
+                                              or "no CUDA GPU" in text)

@@ -1,14 +1,98 @@
 """Physics backend selection for kit-less Isaac Lab 3.0 envs.
 
 ``ovphysx`` (default): PhysX through OV PhysX, kit-less, CPU or CUDA; per-env heterogeneous colliders are
-honoured (measured, see PLATFORM.md). ``newton_mjwarp``: Newton with the MuJoCo-Warp solver (kit-less; does
-not honour per-env colliders of a multi-asset spawner). ``isaacsim_physx``: PhysX through Isaac Sim / Kit
-(GPU hosts with Isaac Sim installed; see docker/).
+honoured (each env's object rests at its own height). ``newton_mjwarp``: Newton with the MuJoCo-Warp solver
+(kit-less; does not honour per-env colliders of a multi-asset spawner), with the contact settings of
+:class:`NewtonContactSettings`. ``isaacsim_physx``: PhysX through Isaac Sim / Kit (GPU hosts with Isaac Sim
+installed; see docker/). What each backend gets right, with measured figures: ``docs/PHYSICS.md``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
+from dataclasses import dataclass
+
 PHYSICS_CHOICES = ("ovphysx", "newton_mjwarp", "isaacsim_physx")
+
+
+@dataclass(frozen=True)
+class NewtonContactSettings:
+    """Contact settings of the ``newton_mjwarp`` backend (chosen by ``scripts/bench_resting.py``).
+
+    Attributes:
+        shape_margin_m: Per-shape collision margin, metres.
+        shape_gap_m: Per-shape contact gap (contacts are detected this far before touching), metres.
+        shape_ke: Normal contact stiffness, N/m (with ``shape_kd`` it sets MuJoCo's contact time constant).
+        shape_kd: Normal contact damping, N*s/m.
+        iterations: Constraint solver iterations per step.
+        ls_iterations: Line-search iterations per solver iteration.
+        tolerance: Solver convergence tolerance on the constraint residual.
+        enable_multiccd: Several contact points per convex pair (a manifold) instead of one.
+        ccd_iterations: Iterations of MuJoCo's convex collision detection (GJK/EPA).
+        use_mujoco_contacts: True: MuJoCo-Warp detects contacts; False: Newton's own collision pipeline does.
+        cone: Friction cone, ``pyramidal`` or ``elliptic``.
+        impratio: Frictional-to-normal constraint impedance ratio.
+        num_substeps: Solver substeps per physics step.
+        njmax: Constraint rows per env.
+        nconmax: Contact points per env.
+    """
+
+    shape_margin_m: float = 0.0
+    shape_gap_m: float = 0.01
+    shape_ke: float = 2.5e3
+    shape_kd: float = 100.0
+    iterations: int = 100
+    ls_iterations: int = 50
+    tolerance: float = 1e-6
+    enable_multiccd: bool = False
+    ccd_iterations: int = 35
+    use_mujoco_contacts: bool = True
+    cone: str = "pyramidal"
+    impratio: float = 1.0
+    num_substeps: int = 2
+    njmax: int = 200
+    nconmax: int = 100
+
+    def replace(self, **changes) -> "NewtonContactSettings":
+        """A copy with ``changes`` (unknown names raise ``ValueError`` naming the accepted ones)."""
+        names = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise ValueError(f"NewtonContactSettings: unknown setting(s) {unknown}; accepted: {sorted(names)}")
+        return dataclasses.replace(self, **changes)
+
+
+#: The settings ``newton_mjwarp`` envs are built with.
+NEWTON_CONTACT_SETTINGS = NewtonContactSettings()
+
+
+def check_backend_available(physics: str, device: str = "cpu") -> None:
+    """Refuses, before any expensive work, a backend or device this install cannot run.
+
+    Raises:
+        ValueError: an unknown backend or device string.
+        RuntimeError: ``isaacsim_physx`` without Isaac Sim, or a CUDA device without a usable GPU; the message
+            names the alternatives.
+    """
+    if physics not in PHYSICS_CHOICES:
+        raise ValueError(f"physics={physics!r} is not accepted; use one of {', '.join(PHYSICS_CHOICES)}")
+    dev = str(device)
+    if dev != "cpu" and not (dev == "cuda" or (dev.startswith("cuda:") and dev[5:].isdigit())):
+        raise ValueError(f"device={dev!r} is not accepted; use cpu or cuda:<index> (e.g. cuda:0)")
+    if physics == "isaacsim_physx" and importlib.util.find_spec("isaacsim") is None:
+        raise RuntimeError("physics 'isaacsim_physx' needs Isaac Sim (Kit), which is not installed here; use "
+                           "'ovphysx' (kit-less PhysX, the default) or 'newton_mjwarp', or the GPU image in docker/")
+    if dev.startswith("cuda"):
+        import torch
+
+        index = int(dev[5:]) if dev.startswith("cuda:") else 0
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"device {dev!r}: no CUDA GPU is usable here (torch.cuda.is_available() is False); "
+                               "use --device cpu")
+        if index >= torch.cuda.device_count():
+            raise RuntimeError(f"device {dev!r}: this machine has {torch.cuda.device_count()} CUDA device(s) "
+                               f"(cuda:0 .. cuda:{torch.cuda.device_count() - 1}); use one of them or cpu")
 
 
 def _ovphysx_cpu_workaround() -> None:
@@ -21,25 +105,35 @@ def _ovphysx_cpu_workaround() -> None:
         cpu.pinned_allocator = cpu.default_allocator
 
 
-def make_physics_cfg(physics: str, device: str = "cpu"):
+def make_newton_cfg(device: str = "cpu", settings: NewtonContactSettings | None = None):
+    """The ``NewtonCfg`` (MuJoCo-Warp solver) for ``settings`` (default :data:`NEWTON_CONTACT_SETTINGS`)."""
+    from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg
+    from isaaclab_newton.physics.newton_manager_cfg import NewtonShapeCfg
+
+    s = settings or NEWTON_CONTACT_SETTINGS
+    solver = MJWarpSolverCfg(njmax=s.njmax, nconmax=s.nconmax, iterations=s.iterations, ls_iterations=s.ls_iterations,
+                             tolerance=s.tolerance, enable_multiccd=s.enable_multiccd, cone=s.cone, impratio=s.impratio,
+                             ccd_iterations=s.ccd_iterations, use_mujoco_contacts=s.use_mujoco_contacts)
+    shape = NewtonShapeCfg(margin=s.shape_margin_m, gap=s.shape_gap_m, ke=s.shape_ke, kd=s.shape_kd)
+    collision = None
+    if not s.use_mujoco_contacts:
+        from isaaclab_newton.physics import NewtonCollisionPipelineCfg
+
+        collision = NewtonCollisionPipelineCfg()
+    return NewtonCfg(solver_cfg=solver, use_cuda_graph=str(device).startswith("cuda"), num_substeps=s.num_substeps,
+                     default_shape_cfg=shape, collision_cfg=collision)
+
+
+def make_physics_cfg(physics: str, device: str = "cpu", newton: NewtonContactSettings | None = None):
     """Returns the Isaac Lab physics config for ``physics`` (one of :data:`PHYSICS_CHOICES`)."""
-    if physics not in PHYSICS_CHOICES:
-        raise ValueError(f"physics={physics!r} is not accepted; use one of {', '.join(PHYSICS_CHOICES)}")
+    check_backend_available(physics, device)
     if physics == "ovphysx":
         _ovphysx_cpu_workaround()
         from isaaclab_ov.physics import OvPhysxCfg
 
         return OvPhysxCfg()
     if physics == "newton_mjwarp":
-        from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg
-
-        return NewtonCfg(solver_cfg=MJWarpSolverCfg(njmax=200, nconmax=100), use_cuda_graph=str(device).startswith("cuda"),
-                         num_substeps=2)
-    try:
-        import isaacsim  # noqa: F401
-    except ImportError:
-        raise RuntimeError("physics='isaacsim_physx' needs Isaac Sim (Kit), which is not installed here; use "
-                           "'ovphysx' (kit-less PhysX, the default) or 'newton_mjwarp', or the GPU image in docker/") from None
+        return make_newton_cfg(device, newton)
     from isaaclab_physx.physics import PhysxCfg
 
     return PhysxCfg()

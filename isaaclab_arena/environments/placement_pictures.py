@@ -44,10 +44,15 @@ def reachability_rings(pool, poses):
     return {n: (xy[:, k].cpu(), reach[:, k].cpu()) for k, n in enumerate(names)}
 
 
-def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, report: dict | None = None) -> str:
-    """Draws the current layout of the first ``max_envs`` envs of a ``PooledObjectPlacer``; returns ``path``.
+def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, report: dict | None = None,
+                         env_ids: list[int] | None = None, poses=None, note: str = "") -> str:
+    """Draws the current layout of the first ``max_envs`` envs (or of ``env_ids``) of a ``PooledObjectPlacer``;
+    returns ``path``.
 
-    ``report``, when given, receives ``{env: [failed checks]}`` for every panel drawn highlighted.
+    ``report``, when given, receives ``{env: [failed checks]}`` for every panel drawn highlighted. ``poses``
+    ((num_envs, n, 7) env-local, ``pool.object_names`` order) replaces the pool's layouts (e.g. poses read back
+    from the simulator); ``note`` is added to the figure title. When fewer envs are drawn than exist, the
+    title says ``showing <k> of <n> envs``.
     """
     import matplotlib
 
@@ -57,18 +62,21 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
 
     assets = {a.name: a for a in (assets or pool.assets)}
     names = pool.object_names
-    poses = pool.current_poses if pool.current_poses is not None else pool.poses[:, 0]
-    n_env = min(max_envs, poses.shape[0])
+    if poses is None:
+        poses = pool.current_poses if pool.current_poses is not None else pool.poses[:, 0]
+    envs = picture_envs(poses.shape[0], max_envs, env_ids)
+    n_env = len(envs)
     cols = min(4, n_env)
     rows = math.ceil(n_env / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
     anchors = [a for a in assets.values() if a.is_anchor]
-    rings = reachability_rings(pool, poses[:n_env])
+    rings = reachability_rings(pool, poses)  # indexed by env below
     for e in range(rows * cols):
         ax = axes[e // cols][e % cols]
         if e >= n_env:
             ax.axis("off")
             continue
+        e = envs[e]  # the env this panel shows
         for a in anchors:
             pose = a.get_world_pose()
             if pose is None:
@@ -90,7 +98,8 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
             p = poses[e, j].tolist()
             pts = _footprint(box, p[:3], _yaw(p[3:]))
             ax.add_patch(Polygon(pts, closed=True, alpha=0.5, fc=f"C{j % 10}", ec="k"))
-            ax.text(p[0], p[1], name, fontsize=7, ha="center", va="center")
+            ax.text(p[0], p[1], object_label(asset, name, pool.member_indices, e), fontsize=7, ha="center",
+                    va="center")
         for name, (xy, ok) in rings.items():
             reached = bool(ok[e])
             ax.plot(float(xy[e, 0]), float(xy[e, 1]), "o", ms=16, mfc="none", mew=2.5,
@@ -108,6 +117,11 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
                 sp.set_linewidth(2.5)
         ax.set_title(title, fontsize=8, color="red" if failed else "black")
         ax.tick_params(labelsize=6)
+        ax.set_xlabel("x (m, env-local)", fontsize=6)
+        ax.set_ylabel("y (m, env-local)", fontsize=6)
+    heading = figure_heading(n_env, poses.shape[0], note)
+    if heading:
+        fig.suptitle(heading, fontsize=9)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp.png"
@@ -115,3 +129,45 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
     plt.close(fig)
     os.replace(tmp, path)
     return path
+
+
+def picture_envs(num_envs: int, max_envs: int = 16, env_ids: list[int] | None = None) -> list[int]:
+    """The envs a picture draws: ``env_ids`` (each must exist) or the first ``max_envs``.
+
+    Raises:
+        ValueError: an env index outside ``0 .. num_envs - 1`` (the message names ``--picture_envs``).
+    """
+    if env_ids is None:
+        return list(range(min(max_envs, num_envs)))
+    bad = [e for e in env_ids if not 0 <= int(e) < num_envs]
+    if bad or not env_ids:
+        raise ValueError(f"--picture_envs: env(s) {bad or '(none)'} do not exist; this run has envs 0..{num_envs - 1}")
+    return [int(e) for e in env_ids]
+
+
+def figure_heading(drawn: int, total: int, note: str = "") -> str:
+    """``"showing 16 of 1024 envs"`` when not every env is drawn, plus ``note``."""
+    parts = [note] if note else []
+    if drawn < total:
+        parts.append(f"showing {drawn} of {total} envs (pick others with --picture_envs)")
+    return "; ".join(parts)
+
+
+def object_label(asset, name: str, member_indices: dict, env: int) -> str:
+    """An object's label in a panel: its name, and for an object set the member this env got (``cube: cube_8cm``)."""
+    if isinstance(asset, RigidObjectSet) and name in member_indices:
+        member = asset.objects[member_indices[name][env]]
+        return f"{name}: {getattr(member, 'registry_name', None) or member.name}"
+    return name
+
+
+def write_poses_picture(assets, names: list[str], poses, path: str, member_indices: dict | None = None,
+                        env_ids: list[int] | None = None, note: str = "") -> str:
+    """Draws given poses ((num_envs, n, 7) env-local, ``names`` order; e.g. read back from the simulator on a
+    replay run, or after physics settled a clutter scene) with the same panels, without check verdicts."""
+    from types import SimpleNamespace
+
+    view = SimpleNamespace(assets=list(assets), object_names=list(names), current_poses=None, poses=None,
+                           current_passed=None, current_checks=None, check_names=[],
+                           member_indices=dict(member_indices or {}))
+    return write_layout_picture(view, path, assets=list(assets), env_ids=env_ids, poses=poses, note=note)

@@ -1,9 +1,20 @@
-"""Shared run loop of the runners: launch kit-less, create the env, reset, step, report what was placed."""
+"""Shared run loop of the runners: launch kit-less, create the env, reset, step, report what was placed.
+
+Console: the placement seed (drawn ones say how to reuse them), the replayed file on replay runs, the placed
+poses after reset and after the steps, the picture and the summary paths. Isaac Lab's manager tables and the
+simulators' start-up messages are held back unless ``verbose`` (``--verbose``).
+
+``run_summary.json`` (in the output folder) holds the run's settings, its placement seed (``placement_seed``,
+``placement_seed_drawn``), the working directory and ``reproduce``: the command line that repeats the run (with
+``--placement_seed`` added when the seed was drawn).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
+import sys
 import time
 
 import torch
@@ -35,32 +46,121 @@ def zero_actions(env) -> torch.Tensor:
     return torch.zeros(u.num_envs, dim, device=u.device)
 
 
-def run(builder, num_steps: int, output_dir: str | None, pictures: bool = True, policy=None) -> dict:
-    """Launches (kit-less), creates the env, resets, steps ``num_steps`` times; prints and returns a summary."""
-    from isaaclab.app import launch_simulation
+def reproduce_command(command: list[str] | None, seed: int | None, drawn: bool) -> str | None:
+    """The command line that repeats a run: the launcher (``scripts/arena_python.sh`` when the run came through it,
+    else this Python), the script and its arguments, plus ``--placement_seed <seed>`` when the seed was drawn."""
+    if not command:
+        return None
+    launcher = os.environ.get("ARENA_LAUNCHER") or sys.executable
+    args = list(command)
+    if drawn and seed is not None:
+        args += ["--placement_seed", str(seed)]
+    return shlex.join([launcher, *args])
 
+
+def _seed_facts(builder) -> tuple[int | None, bool]:
+    """(placement seed, drawn) of a solving run; (None, False) when nothing is solved."""
+    if builder.placer is None:
+        return None, False
+    return builder.placer.placement_seed, builder.placer_params.placement_seed is None
+
+
+def _replay_origin(builder) -> str | None:
+    if builder.cfg.placement_layouts_path:
+        return builder.cfg.placement_layouts_path
+    layouts = builder.arena_env.placement_layouts
+    return getattr(layouts, "origin", None) if layouts is not None else None
+
+
+def _has_clutter(builder) -> bool:
+    from isaaclab_arena.relations.relations import ClutterOn
+
+    return any(a.get_relations_of(ClutterOn) for a in builder.arena_env.assets if hasattr(a, "get_relations_of"))
+
+
+def _write_picture(builder, env, names, output_dir, picture_envs, phase: str, summary: dict) -> None:
+    """The top-down picture: the solver's layouts (``phase="reset"``), or the simulator's poses on replay runs
+    (``"replay"``) and for clutter after physics (``"settled"``)."""
+    from isaaclab_arena.environments import placement_pictures as pics
+
+    path = os.path.join(output_dir, "layouts.png")
+    notes = {"reset": "solver layouts at reset", "replay": "replayed layouts, read back after reset",
+             "settled": "poses after physics settled"}
+    num_envs = builder.cfg.num_envs
+    drawn = len(pics.picture_envs(num_envs, env_ids=picture_envs))
+    if phase == "reset":
+        failed: dict = {}
+        pics.write_layout_picture(builder.placer, path, report=failed, env_ids=picture_envs, note=notes[phase])
+        summary["picture_failed_checks"] = {str(k): v for k, v in failed.items()}
+        extra = [f"failed checks highlighted in envs {sorted(failed)}"] if failed else []
+    else:
+        poses = placed_poses(env, names)
+        stacked = torch.stack([poses[n] for n in names], dim=1)
+        pics.write_poses_picture(builder.arena_env.assets, names, stacked, path, builder.member_indices,
+                                 env_ids=picture_envs, note=notes[phase])
+        extra = []
+    heading = pics.figure_heading(drawn, num_envs, notes[phase])
+    print(f"[arena] layout picture: {path} ({'; '.join([heading, *extra])})", flush=True)
+    summary.update(picture=path, picture_shows=notes[phase], picture_envs=drawn)
+
+
+def run(builder, num_steps: int, output_dir: str | None, pictures: bool = True, policy=None,
+        picture_envs: list[int] | None = None, verbose: bool = False, command: list[str] | None = None) -> dict:
+    """Launches (kit-less), creates the env, resets, steps ``num_steps`` times; prints and returns a summary.
+
+    Args:
+        builder: An ``ArenaEnvBuilder`` (not composed yet).
+        num_steps: Env steps after the first reset.
+        output_dir: Folder of the picture, diagnostics and ``run_summary.json`` (None: none written).
+        pictures: Write ``layouts.png``.
+        policy: ``policy(env) -> actions``; None steps zero actions.
+        picture_envs: Envs drawn (default: the first 16).
+        verbose: Print Isaac Lab's manager tables and the simulators' start-up messages.
+        command: The runner's script and arguments, for the ``reproduce`` line of the summary.
+    """
+    from isaaclab_arena.environments.physics import check_backend_available
+    from isaaclab_arena.environments.quiet_output import held_output, quiet_warp_init
+
+    check_backend_available(builder.physics, builder.cfg.device)  # before the solver runs
+    if pictures and picture_envs is not None:
+        from isaaclab_arena.environments.placement_pictures import picture_envs as chosen_envs
+
+        chosen_envs(builder.cfg.num_envs, env_ids=picture_envs)  # refuses envs that do not exist
+    quiet_warp_init(verbose)
+    if output_dir:
+        output_dir = os.path.abspath(output_dir)
     t0 = time.perf_counter()
     env_cfg = builder.compose_manager_cfg()
     t_compose = time.perf_counter() - t0
+    seed, drawn = _seed_facts(builder)
+    if seed is not None:
+        how = f" (drawn; rerun the same layouts with --placement_seed {seed})" if drawn else ""
+        print(f"[arena] placement seed {seed}{how}", flush=True)
+    replayed = _replay_origin(builder)
     names = builder.pose_source.object_names if builder.pose_source is not None else []
     summary: dict = {"env": builder.arena_env.name, "num_envs": builder.cfg.num_envs,
                      "env_spacing": builder.env_spacing, "physics": builder.physics,
-                     "device": builder.cfg.device, "compose_s": round(t_compose, 3)}
-    with launch_simulation(env_cfg, {"headless": True, "device": builder.cfg.device}):
-        env = builder.make_registered(env_cfg)
+                     "device": builder.cfg.device, "compose_s": round(t_compose, 3),
+                     "placement_seed": seed, "placement_seed_drawn": drawn, "cwd": os.getcwd(),
+                     "reproduce": reproduce_command(command, seed, drawn)}
+    if replayed is not None:
+        summary["placement_layouts"] = os.path.abspath(replayed)
+        print(f"[arena] replaying recorded layouts from {os.path.abspath(replayed)}", flush=True)
+    from isaaclab_arena.environments.launch import kitless_session
+
+    with kitless_session(env_cfg, builder.cfg.device):
+        with held_output(verbose):  # Isaac Lab's manager tables, the simulator's start-up warnings
+            env = builder.make_registered(env_cfg)
         try:
             env.reset()
             after_reset = placed_poses(env, names)
             print(format_poses("[arena] placed after reset (env-local x, y, z in m):", after_reset), flush=True)
-            if pictures and output_dir and builder.placer is not None:
-                from isaaclab_arena.environments.placement_pictures import write_layout_picture
-
-                failed: dict = {}
-                path = write_layout_picture(builder.placer, os.path.join(output_dir, "layouts.png"), report=failed)
-                print(f"[arena] layout picture: {path}" + (f" (failed checks highlighted in envs {sorted(failed)})"
-                                                          if failed else ""))
-                summary["picture"] = path
-                summary["picture_failed_checks"] = {str(k): v for k, v in failed.items()}
+            clutter = _has_clutter(builder)
+            if pictures and output_dir and names:
+                if builder.placer is not None and not clutter:
+                    _write_picture(builder, env, names, output_dir, picture_envs, "reset", summary)
+                elif replayed is not None:
+                    _write_picture(builder, env, names, output_dir, picture_envs, "replay", summary)
             act = zero_actions(env)
             t1 = time.perf_counter()
             for _ in range(num_steps):
@@ -68,6 +168,8 @@ def run(builder, num_steps: int, output_dir: str | None, pictures: bool = True, 
             dt = time.perf_counter() - t1
             final = placed_poses(env, names)
             print(format_poses(f"[arena] after {num_steps} steps (env-local x, y, z in m):", final), flush=True)
+            if pictures and output_dir and names and clutter and replayed is None and builder.placer is not None:
+                _write_picture(builder, env, names, output_dir, picture_envs, "settled", summary)
             sps = num_steps * env.unwrapped.num_envs / dt if dt > 0 and num_steps else 0.0
             print(f"[arena] {num_steps} steps x {env.unwrapped.num_envs} envs in {dt:.2f} s ({sps:.0f} env-steps/s)")
             summary.update(steps=num_steps, env_steps_per_s=round(sps, 1),
@@ -76,13 +178,18 @@ def run(builder, num_steps: int, output_dir: str | None, pictures: bool = True, 
             if builder.placer is not None:
                 summary["placement"] = builder.placer.summary()
         finally:
-            env.close()
+            with held_output(verbose):
+                env.close()
     if output_dir:
-        os.makedirs(output_dir, exist_ok=True)
-        path = os.path.join(output_dir, "run_summary.json")
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(summary, f, indent=1)
-        os.replace(tmp, path)
-        print(f"[arena] summary: {path}")
+        _write_summary(output_dir, summary)
     return summary
+
+
+def _write_summary(output_dir: str, summary: dict) -> None:
+    os.makedirs(output_dir, exist_ok=True)
+    path = os.path.join(output_dir, "run_summary.json")
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(summary, f, indent=1)
+    os.replace(tmp, path)
+    print(f"[arena] summary: {path}")

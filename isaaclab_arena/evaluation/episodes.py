@@ -15,7 +15,7 @@ import time
 
 import torch
 
-POLICY_TYPES = ("zero_action", "scripted_pick_and_place")
+from isaaclab_arena.evaluation.policy_types import POLICY_TYPES
 
 
 def episode_quota(num_episodes: int, num_envs: int) -> torch.Tensor:

@@ -6,7 +6,8 @@
         --num_envs 16 --num_episodes 32 --placement_seed 7 --compare_ik_reachable franka_table_pick_and_place
 
 Runner flags (the shared parser) precede the environment name; environment flags follow it. Recorded layouts
-replay with ``--placement_layouts layouts.jsonl`` placed before the environment name.
+replay with ``--placement_layouts layouts.jsonl`` placed before the environment name. YAML specs run with
+``environment_runner.py --env_spec``. ``--help`` lists the registered environments and their flags.
 
 With ``--num_episodes`` (or a policy other than ``zero_action``) the runner counts episodes of the env's task:
 each ends with success (the task's ``success`` term) or a time-out; it prints every episode and the success
@@ -18,15 +19,40 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 
-from isaaclab_arena.evaluation.episodes import POLICY_TYPES
+from isaaclab_arena.evaluation.policy_types import POLICY_TYPES
+
+
+# ---- --help: the registered environments and their flags (imports nothing heavy) -----------------------------
+def registered_environments_help() -> str:
+    """``registered environments ...:`` and each environment's own flags, as its parser's help prints them."""
+    from isaaclab_arena_environments.registered import REGISTERED_ENVIRONMENTS
+
+    lines = ["registered environments (give the name after the runner flags, then its own flags):"]
+    for name in sorted(REGISTERED_ENVIRONMENTS):
+        add_args, _ = REGISTERED_ENVIRONMENTS[name]
+        flags = environment_parser(name, add_args).format_help().split("options:", 1)[-1].splitlines()
+        lines.append(f"  {name}")
+        lines += ["    " + ln for ln in flags if ln.strip() and "-h, --help" not in ln and "show this help" not in ln]
+    return "\n".join(lines)
+
+
+def environment_parser(name: str, add_args) -> argparse.ArgumentParser:
+    from isaaclab_arena.utils.arena_argparse import ArenaArgumentParser
+
+    parser = ArenaArgumentParser(prog=f"policy_runner.py ... {name}")
+    add_args(parser)
+    return parser
 
 
 def make_parser() -> argparse.ArgumentParser:
     from isaaclab_arena.environments.cli import get_isaaclab_arena_cli_parser
 
-    parser = get_isaaclab_arena_cli_parser(__doc__.splitlines()[0])
+    parser = get_isaaclab_arena_cli_parser(__doc__.split("\n\nRunner flags")[0], env_spec=False,
+                                           prog="policy_runner.py", epilog=registered_environments_help(),
+                                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--policy_type", default="zero_action", choices=POLICY_TYPES)
     parser.add_argument("--num_episodes", type=int, default=None,
                         help="episodes to evaluate (ends with success or time-out); default: run --num_steps steps "
@@ -42,36 +68,37 @@ def make_parser() -> argparse.ArgumentParser:
 def build_from_args(argv: list[str]):
     """Parses runner flags, the registered env name and its flags; returns ``(builder, args)``.
 
-    Unknown environment names and bad flags exit with a message naming what was wrong and what is accepted.
+    Unknown environment names and bad flags exit with one line naming what was wrong and what is accepted.
     """
     builder, args, _ = _parse(argv)
     return builder, args
 
 
 def _parse(argv: list[str]):
-    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder
-    from isaaclab_arena.environments.cli import builder_cfg_from_args
+    from isaaclab_arena.environments.cli import builder_cfg_from_args, check_runner_args
     from isaaclab_arena_environments.registered import REGISTERED_ENVIRONMENTS, get_registered_environment
 
     parser = make_parser()
     args = parser.parse_args(argv)
     if args.env_name is None:
         parser.error(f"name a registered environment after the runner flags; registered: {sorted(REGISTERED_ENVIRONMENTS)}")
-    if args.env_spec is not None:
-        parser.error("policy_runner.py runs registered Python environments; use environment_runner.py --env_spec for YAML")
+    check_runner_args(parser, args)
     if args.num_episodes is not None and args.num_episodes <= 0:
         parser.error(f"--num_episodes must be a positive integer, got {args.num_episodes}")
     try:
         add_args, build = get_registered_environment(args.env_name)
     except KeyError as err:
         parser.error(str(err.args[0]))
-    env_parser = argparse.ArgumentParser(prog=f"policy_runner.py ... {args.env_name}", allow_abbrev=False)
-    add_args(env_parser)
-    env_args = env_parser.parse_args(args.env_args)
+    env_args = environment_parser(args.env_name, add_args).parse_args(args.env_args)
     if getattr(args, "embodiment", None) is not None and hasattr(env_args, "embodiment"):
         env_args.embodiment = args.embodiment  # the runner flag, unless the env has none
     elif getattr(args, "embodiment", None) is not None:
         parser.error(f"--embodiment: environment '{args.env_name}' has no robot to choose")
+    from isaaclab_arena.environments.quiet_output import held_output, quiet_warp_init
+
+    quiet_warp_init(args.verbose)
+    with held_output(args.verbose):  # Isaac Lab's import-time messages
+        from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder
 
     def make_builder(**placer_overrides):
         arena_env = build(env_args)
@@ -85,12 +112,14 @@ def _parse(argv: list[str]):
 def main(argv: list[str] | None = None) -> dict:
     from isaaclab_arena.environments.run_loop import run
 
-    builder, args, make_builder = _parse(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    builder, args, make_builder = _parse(argv)
     episodes = args.num_episodes
     if episodes is None and (args.policy_type != "zero_action" or args.compare_ik_reachable):
         episodes = builder.cfg.num_envs
     if episodes is None:
-        return run(builder, args.num_steps, args.output_dir, pictures=args.pictures)
+        return run(builder, args.num_steps, args.output_dir, pictures=args.pictures, picture_envs=args.picture_envs,
+                   verbose=args.verbose, command=[os.path.abspath(__file__), *argv])
     from isaaclab_arena.evaluation.episodes import run_episodes
 
     if not args.compare_ik_reachable:

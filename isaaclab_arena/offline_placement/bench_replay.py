@@ -100,7 +100,7 @@ def bench_env_reset(num_envs: int, repeats: int = 50) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--num_envs", type=int, default=1024)
     parser.add_argument("--no-env", dest="env", action="store_false", help="skip the Isaac Lab env reset")
     args = parser.parse_args()

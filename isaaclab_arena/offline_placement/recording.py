@@ -1,6 +1,6 @@
 """The placement recorder: reset into pooled layouts, settle them with physics, check them, save the settled poses.
 
-Per batch (spec section 7, seed 003):
+Per batch:
 
 1. ``env.reset()``: every env takes its next layout from the placement pool (the solver's pooled layouts);
 2. the root poses written are captured (env-local), and the solver's verdicts of those layouts are read
@@ -16,12 +16,8 @@ Accepted layouts keep their **settled (final) root poses** (env-local metres, xy
 roots, with source ``"settled"`` and a ``validation`` block (pre_physics verdicts, post_physics reports,
 sampling: num_steps, decimation, physics_dt_s, settle_time_s, seed, batch, env_id, draw_id).
 
-Python API::
+Python API (writing files: ``recording_output.py``)::
 
-    result = record_settled_placement_layouts(cfg, device="cpu")      # builds the env, records, closes it
-    result = record_placements_to_jsonl(env, "out.jsonl", min_layouts=8, max_batches=4,
-                                        params=SettledPlacementParams(num_steps=60),
-                                        scene_assets=arena_env.get_placement_assets())
     collected = collect_settled_placements(env, num_batches=2, params=..., scene_assets=...)  # in memory
 
 Everything per batch is batched torch over envs; Python loops only build each accepted line's JSON block.
@@ -29,10 +25,7 @@ Everything per batch is batched torch over envs; Python loops only build each ac
 
 from __future__ import annotations
 
-import dataclasses
-import logging
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple
 
@@ -44,7 +37,6 @@ from isaaclab_arena.offline_placement.post_physics_validation import (
 )
 from isaaclab_arena.offline_placement.recording_config import (
     DEFAULT_SETTLE_NUM_STEPS,
-    PlacementRecordingCfg,
     RecordingConfigError,
     build_post_physics_validators,
     default_validator_settings,
@@ -54,9 +46,7 @@ from isaaclab_arena.offline_placement.rejection_summary import RejectionSummary
 from isaaclab_arena.offline_placement.scene_capture import capture_link_poses, capture_root_poses, capture_settled_batch
 from isaaclab_arena.relations.placement_layouts import PlacementLayouts, validation_block
 
-logger = logging.getLogger(__name__)
-
-#: Pre-physics checks every ClutterOn release must pass (seed 003), added to the required set of clutter scenes.
+#: Pre-physics checks every ClutterOn release must pass, added to the required set of clutter scenes.
 CLUTTER_REQUIRED_CHECKS = ("no_overlap", "clutter_on_relation")
 #: Source label of recorded settled layouts.
 SETTLED_SOURCE = "settled"
@@ -294,27 +284,34 @@ class SettledPlacementCollector:
 
     # -- many batches ----------------------------------------------------------------------------------------------
     def collect(self, max_batches: int, target: int | None = None, on_batch: Callable | None = None) -> CollectedPlacements:
-        """Runs batches until ``target`` layouts are accepted (all ``max_batches`` when None)."""
-        parts, blocks = [], []
+        """Runs batches until ``target`` layouts are accepted (all ``max_batches`` when None).
+
+        ``on_batch(batch, accepted, layouts)`` is called after every batch with the running count and that batch's
+        accepted layouts (None when it accepted none; never more than ``target`` in all).
+        """
+        parts: list[PlacementLayouts] = []
         accepted = 0
         for b in range(1, max_batches + 1):
             final, vblocks, _ = self.run_batch(b)
-            if vblocks:
-                parts.append(final)
-                blocks += vblocks
-                accepted += len(vblocks)
+            layouts = None
+            take = len(vblocks) if target is None else min(len(vblocks), target - accepted)
+            if take > 0:
+                layouts = self._layouts(final, vblocks, take)
+                parts.append(layouts)
+                accepted += take
             if on_batch is not None:
-                on_batch(b, accepted)
+                on_batch(b, accepted, layouts)
             if target is not None and accepted >= target:
                 break
-        layouts = None
-        if blocks:
-            keys = self.scene.recorded_keys
-            stacked = torch.cat([torch.stack([part[k] for k in keys], dim=1) for part in parts], dim=0)
-            n = len(blocks) if target is None else min(len(blocks), target)
-            layouts = PlacementLayouts(tuple(keys), stacked[:n, :, :3].contiguous(), _unit(stacked[:n, :, 3:]),
-                                       sources=[SETTLED_SOURCE] * n, validation=blocks[:n])
+        layouts = PlacementLayouts.concatenate(parts) if parts else None
         return CollectedPlacements(layouts, self.summary.attempted, self.batches, self.summary)
+
+    def _layouts(self, final: dict[str, torch.Tensor], blocks: list[dict], n: int) -> PlacementLayouts:
+        """The first ``n`` accepted layouts of a batch (settled poses, source ``settled``)."""
+        keys = self.scene.recorded_keys
+        stacked = torch.stack([final[k] for k in keys], dim=1)[:n]
+        return PlacementLayouts(tuple(keys), stacked[:, :, :3].contiguous(), _unit(stacked[:, :, 3:]),
+                                sources=[SETTLED_SOURCE] * n, validation=blocks[:n])
 
 
 def _unit(q: torch.Tensor) -> torch.Tensor:
@@ -351,103 +348,5 @@ def collect_settled_placements(env, num_batches: int = 1, params: SettledPlaceme
     return collector.collect(num_batches)
 
 
-def record_placements_to_jsonl(env, output: str | os.PathLike, min_layouts: int = 1, max_batches: int = 5,
-                               params: SettledPlacementParams | None = None,
-                               scene_assets: Iterable[Any] | None = None) -> RecordingResult:
-    """Records settled layouts of ``env`` into a new JSONL file (the env is left open).
-
-    Runs batches until ``min_layouts`` layouts are accepted or ``max_batches`` ran; writes the first
-    ``min_layouts`` accepted layouts (fewer on a shortfall, which is logged as an error) atomically, with
-    source ``"settled"``. Writes nothing when no layout is accepted.
-
-    Raises:
-        FileExistsError: ``output`` exists (it is never overwritten and is left untouched).
-        RecordingConfigError / RecordingSceneError: settings or scene that cannot be recorded.
-    """
-    output = os.fspath(output)
-    for key, value in (("min_layouts", min_layouts), ("max_batches", max_batches)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise RecordingConfigError(f"{key} must be an integer >= 1, got {value!r}")
-    if os.path.exists(output):
-        raise FileExistsError(f"output '{output}' already exists; the recorder never overwrites a file, choose a new "
-                              "output path")
-    params = params or SettledPlacementParams()
-    collector = SettledPlacementCollector(env, params, scene_assets)
-    collected = collector.collect(max_batches, target=min_layouts, on_batch=lambda b, acc: params.emit(
-        f"[recording] batch {b}/{max_batches}: {min(acc, min_layouts)}/{min_layouts} collected"))
-    summary = collected.rejections
-    path = None
-    if collected.layouts is not None:
-        path = collected.layouts.write_episode_jsonl(output, source=SETTLED_SOURCE)
-        params.emit(f"Saved {len(collected.layouts)}/{collected.attempted} accepted layouts: {path}")
-    for line in summary.lines():
-        params.emit(line)
-    accepted = collected.accepted
-    if accepted < min_layouts:
-        what = (f"no layout was accepted in {collected.batches} batches ({collected.attempted} attempted); no file was "
-                f"written" if accepted == 0 else
-                f"only {accepted}/{min_layouts} layouts were accepted in {collected.batches} batches "
-                f"({collected.attempted} attempted); the accepted layouts were written to {path}")
-        logger.error("[recording] shortfall: %s; see the Rejected lines, adjust the scene or the limits, or raise "
-                     "max_batches", what)
-    return RecordingResult(path, accepted, collected.attempted, summary.counts, min_layouts, collected.batches, summary)
-
-
-def _builder_physics(presets: str | None) -> str | None:
-    return None if presets is None else {"physx": "ovphysx", "newton": "newton_mjwarp"}[presets]
-
-
-def record_settled_placement_layouts(cfg: PlacementRecordingCfg, device: str = "cpu", arena_env=None,
-                                     log: Callable[[str], None] | None = None) -> RecordingResult:
-    """Builds the env of ``cfg.env_spec`` (or ``arena_env``), records settled layouts to ``cfg.output``, closes it.
-
-    The recording overrides the placement seed (``cfg.seed``) and the pool refill size
-    (``cfg.layouts_per_env``); do not reuse them for replay. Kit-less: the env is launched with
-    ``isaaclab.app.launch_simulation`` (OV PhysX unless ``cfg.presets`` / the environment say otherwise).
-
-    Args:
-        cfg: The recording settings (``record_placement_layouts.py``'s Hydra configuration).
-        device: ``cpu`` or ``cuda:0``.
-        arena_env: An ``IsaacLabArenaEnvironment`` to record instead of loading ``cfg.env_spec``.
-        log: Console sink (default ``print``).
-    """
-    if arena_env is not None and (not isinstance(cfg.env_spec, str) or not cfg.env_spec or cfg.env_spec == "???"):
-        cfg = dataclasses.replace(cfg, env_spec=f"<python environment '{arena_env.name}'>")
-    cfg.validate()
-    from isaaclab.app import launch_simulation
-
-    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
-
-    if arena_env is None:
-        from isaaclab_arena.env_spec.arena_env_graph_spec import ArenaEnvGraphSpec
-
-        arena_env = ArenaEnvGraphSpec.from_yaml(cfg.env_spec).to_arena_env()
-    if arena_env.placement_layouts is not None:
-        raise RecordingConfigError(f"environment '{arena_env.name}' replays placement_layouts; recording solves and "
-                                   "settles new layouts, remove placement_layouts")
-    placer_params = dataclasses.replace(arena_env.placer_params, min_unique_layouts_per_env=cfg.layouts_per_env)
-    arena_env = dataclasses.replace(arena_env, placer_params=placer_params)
-    settle_time = cfg.settle.num_steps * ArenaEnvBuilderCfg.decimation * ArenaEnvBuilderCfg.sim_dt
-    builder = ArenaEnvBuilder(arena_env, ArenaEnvBuilderCfg(
-        num_envs=cfg.num_envs, env_spacing=cfg.env_spacing, device=device, physics=_builder_physics(cfg.presets),
-        seed=cfg.seed, placement_seed=cfg.seed, episode_length_s=max(5.0, 2.0 * settle_time + 1.0),
-        gym_id=f"arena_record_{arena_env.name}"))
-    robot_keys = tuple(arena_env.embodiment.get_scene_root_keys()) if arena_env.embodiment is not None else ()
-    params = SettledPlacementParams(num_steps=cfg.settle.num_steps, validators=cfg.settle.validators, seed=cfg.seed,
-                                    robot_keys=robot_keys, log=log)
-    env_cfg = builder.compose_manager_cfg()
-    if cfg.viewer_eye is not None:
-        env_cfg.viewer.eye = tuple(float(v) for v in cfg.viewer_eye)
-        env_cfg.viewer.lookat = tuple(float(v) for v in cfg.viewer_lookat)
-    with launch_simulation(env_cfg, {"headless": True, "device": device}):
-        env = builder.make_registered(env_cfg)
-        try:
-            return record_placements_to_jsonl(env, cfg.output, min_layouts=cfg.min_layouts, max_batches=cfg.max_batches,
-                                              params=params, scene_assets=arena_env.get_placement_assets())
-        finally:
-            env.close()
-
-
 __all__ = ["CLUTTER_REQUIRED_CHECKS", "CollectedPlacements", "RecordingResult", "SettledPlacementCollector",
-           "SettledPlacementParams", "collect_settled_placements", "record_placements_to_jsonl",
-           "record_settled_placement_layouts"]
+           "SettledPlacementParams", "collect_settled_placements"]

@@ -3,6 +3,7 @@
 Hydra keys (defaults in brackets)::
 
     env_spec=<yaml> [required]  output=<jsonl> [required, must not exist]  num_envs [1]  env_spacing [30.0]
+    (paths, and custom validator modules, are taken from the working directory)
     viewer_eye=[x,y,z] viewer_lookat=[x,y,z] [None; each requires the other]  layouts_per_env [5]
     min_layouts [1]  max_batches [5]  seed [42]  presets [None: physx | newton]  render [false]
     settle.num_steps [5]
@@ -13,10 +14,12 @@ Hydra keys (defaults in brackets)::
 Settle time is ``num_steps x decimation x physics_dt_s`` (env steps, physics steps per env step, seconds).
 """
 
+import contextlib
 import dataclasses
 import importlib
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
@@ -91,12 +94,19 @@ class PlacementRecordingCfg:
     """Render physics steps (pair with --viz)."""
     settle: SettleCfg = field(default_factory=SettleCfg)
 
-    def validate(self, check_output: bool = True) -> "PlacementRecordingCfg":
-        """Raises ``RecordingConfigError`` naming the key of the first unusable setting; returns self."""
+    def validate(self, check_output: bool = True, check_spec: bool = True) -> "PlacementRecordingCfg":
+        """Raises ``RecordingConfigError`` naming the key of the first unusable setting; returns self.
+
+        Paths (``env_spec``, ``output``) are taken from the working directory; ``check_spec`` requires the
+        ``env_spec`` file to exist.
+        """
         for key in ("env_spec", "output"):
             value = getattr(self, key)
             if not isinstance(value, str) or not value or value == MISSING:
                 raise RecordingConfigError(f"{key} is required: pass {key}=<path> on the command line")
+        if check_spec and not os.path.isfile(self.env_spec):
+            raise RecordingConfigError(f"env_spec={self.env_spec}: no such file (paths are taken from the working "
+                                       f"directory {os.getcwd()})")
         for key in ("num_envs", "layouts_per_env", "min_layouts", "max_batches"):
             _int(getattr(self, key), key, minimum=1)
         _int(self.seed, "seed", minimum=None)
@@ -187,15 +197,33 @@ def _to_container(cfg: Any) -> Any:
     return cfg
 
 
+@contextlib.contextmanager
+def _working_directory_importable():
+    """A validators module in the caller's working directory imports like one on PYTHONPATH (a script's own
+    folder, not the working directory, is what Python puts on ``sys.path``)."""
+    cwd = os.getcwd()
+    added = cwd not in sys.path and "" not in sys.path
+    if added:
+        sys.path.append(cwd)
+    try:
+        yield
+    finally:
+        if added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(cwd)
+
+
 def _import_class(target: str, key: str):
     module_name, _, cls_name = str(target).rpartition(".")
     if not module_name:
         raise RecordingConfigError(f"settle.validators.{key}._target_={target!r} must be 'module.Class'")
     try:
-        module = importlib.import_module(module_name)
+        with _working_directory_importable():
+            module = importlib.import_module(module_name)
     except ImportError as err:
         raise RecordingConfigError(f"settle.validators.{key}._target_={target!r}: cannot import module "
-                                   f"'{module_name}' ({err}); add its folder to PYTHONPATH") from None
+                                   f"'{module_name}' ({err}); modules are looked up in the working directory "
+                                   f"{os.getcwd()} and on PYTHONPATH") from None
     try:
         return getattr(module, cls_name)
     except AttributeError:

@@ -2,7 +2,7 @@
 
 ``RecordingScene.from_env`` reads a running kit-less Isaac Lab env built by ``ArenaEnvBuilder`` (composition:
 the pooled placer is found through the env's placement reset term, nothing in the builder is changed) plus
-the placement assets, and checks the clutter recording rules of seed 003 / spec section 6:
+the placement assets, and checks the clutter recording rules:
 
 - clutter (``ClutterOn`` subjects) must be dynamic rigid bodies with gravity on, exactly one root, no object
   sets;
@@ -133,6 +133,17 @@ class RecordingScene:
         return cls(pool=pool, recorded_keys=list(pooled_names), root_keys=rigid + artic, articulated_keys=artic,
                    robot_keys=robot_keys, clutter_keys=tuple(clutter_keys), clutter_supports=clutter_supports,
                    clutter_local_bounds=clutter_bounds, supports=supports)
+
+
+def clutter_support_bounds(assets: Iterable[Any]) -> dict[str, tuple[list[float], list[float], bool]]:
+    """``{support key: (local_min, local_max, flat_top)}`` of the ClutterOn supports among ``assets``, read from
+    the assets alone (no env), so the recorder can check its validator settings before anything is solved."""
+    out = {}
+    for asset in assets:
+        for support in _supports_of(asset):
+            box = support.get_bounding_box()
+            out.setdefault(_support_key(support), (list(box.min_point), list(box.max_point), has_flat_top(support)))
+    return out
 
 
 def find_placement_pool(u) -> tuple[Any, list[str]]:

@@ -364,7 +364,8 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
         T.pair_w = float(sp.collision_strategy.slope)
         T.slack = VALIDATION_SLACK_M
         checkpoints = _device_array(list(sp.get_checkpoints()), int, None, device, keep)
-    present = frozenset({"no_overlap"} | {c.check for c in compiled if c.check})
+    clearance = {"clearance"} if any(f[0] > 0 for f in pair_f) else set()  # judged on pairs with a clearance
+    present = frozenset({"no_overlap"} | clearance | {c.check for c in compiled if c.check})
     targets = _reachability_targets(assets, sc)
     problem = PlacementProblem(
         device=device, num_envs=num_envs, placement_seed=placement_seed,

@@ -326,22 +326,29 @@ class BatchDiagnostics:
     batch_index: int
     num_candidates: int
     num_passed_required: int
-    checks: dict[str, dict[str, int]]  # check -> {"passed": p, "evaluated": e}
+    checks: dict[str, dict[str, int]]  # check -> {"passed": p, "evaluated": e}, the checks this scene uses
     rejections: list[RejectionCause] = field(default_factory=list)
     envs: list[int] = field(default_factory=list)
+    not_used: list[str] = field(default_factory=list)  # built-in checks with nothing to judge in this scene
 
     def console_lines(self) -> list[str]:
         per_check = ", ".join(f"{c}={v['passed']}/{v['evaluated']}" for c, v in self.checks.items())
-        lines = [f"[placement] Validated {self.num_candidates} candidate layout(s); passed per check: {per_check}"]
+        unused = f"; not used: {', '.join(self.not_used)}" if self.not_used else ""
+        lines = [f"[placement] Validated {self.num_candidates} candidate layout(s); passed per check: {per_check}"
+                 f"{unused}"]
         return lines + [r.line() for r in self.rejections]
 
 
 def batch_diagnostics(vb: ValidatedBatch, fill_index: int = 0, batch_index: int = 0) -> BatchDiagnostics:
-    """The summary of one validated batch (one host copy of the verdicts)."""
+    """The summary of one validated batch (one host copy of the verdicts). Built-in checks with nothing to judge in
+    the scene (not in ``problem.checks_present``) are listed as ``not_used`` instead of as passed."""
     counts = vb.validation.counts()
-    checks = {c: {"passed": p, "evaluated": e} for c, (p, e) in counts.items()}
+    builtin = set(vb.validation.builtin_checks)
+    present = vb.problem.checks_present if vb.problem is not None and vb.problem.checks_present else set(counts)
+    not_used = [c for c in counts if c in builtin and c not in present]
+    checks = {c: {"passed": p, "evaluated": e} for c, (p, e) in counts.items() if c not in not_used}
     return BatchDiagnostics(fill_index, batch_index, len(vb), int(vb.passed.sum()), checks, rejection_causes(vb),
-                            vb.env_ids.unique().cpu().tolist())
+                            vb.env_ids.unique().cpu().tolist(), not_used)
 
 
 @dataclass

@@ -20,21 +20,24 @@ File format (one episode per nonblank line, UTF-8 JSON)::
   {"passed", "reason", "settings"}}}, ``sampling`` {"num_steps", "decimation", "physics_dt_s",
   "settle_time_s", "seed", "batch", "env_id", ...}.
 
+A key repeated inside one JSON object is refused (``path:line`` and the key), not resolved to its last value.
+
 Writing is atomic: a temporary file in the target directory is written, flushed, fsynced and renamed
-onto the path, so a crash or a full disk leaves either the old file or the complete new one.
+onto the path, so a crash or a full disk leaves either the old file or the complete new one. Files get
+the user's umask (as ``open(path, "w")`` would), not ``mkstemp``'s 0600.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
 import torch
+
+from isaaclab_arena.utils.atomic_files import commit, fsync_dir, temp_beside
 
 #: Episode variation that holds the placement block.
 PLACEMENT_VARIATION_KEY = "scene.relation_placement"
@@ -213,9 +216,9 @@ class PlacementLayouts:
 
         Raises:
             FileNotFoundError: the file does not exist.
-            PlacementLayoutsError: malformed JSON, a line without the placement block, a missing or extra
-                object versus the first line, a wrong-length or non-numeric pose, a non-finite pose, a
-                non-unit quaternion, or no layouts at all; the message names ``path:line``.
+            PlacementLayoutsError: malformed JSON, a key repeated in one object, a line without the placement
+                block, a missing or extra object versus the first line, a wrong-length or non-numeric pose, a
+                non-finite pose, a non-unit quaternion, or no layouts at all; the message names ``path:line``.
         """
         path = os.fspath(path)
         if not os.path.isfile(path):
@@ -289,6 +292,10 @@ class PlacementLayouts:
                 record["validation"] = self.validation[i]
             yield record
 
+    def jsonl_lines(self, source: str | Sequence[str | None] | None = None) -> list[str]:
+        """The encoded JSONL lines of :meth:`episode_records` (each ends with a newline)."""
+        return [_encode_line(record) for record in self.episode_records(source)]
+
     def _sources_for(self, source) -> list[str | None]:
         n = len(self)
         if source is None:
@@ -329,22 +336,21 @@ class PlacementLayouts:
             raise FileExistsError(f"'{path}' already exists; recorded layouts are never overwritten (choose a new "
                                   "output path, or pass overwrite=True)")
         folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        fd, tmp = temp_beside(path)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 for record in records:
                     fh.write(_encode_line(record))
                 fh.flush()
                 os.fsync(fh.fileno())
-            _commit(tmp, path, overwrite)
+            commit(tmp, path, overwrite)
         except BaseException:
             try:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
             raise
-        _fsync_dir(folder)
+        fsync_dir(folder)
         return path
 
 
@@ -354,43 +360,30 @@ def _encode_line(record: dict) -> str:
     return json.dumps(record, allow_nan=False, separators=(", ", ": ")) + "\n"
 
 
-def _commit(tmp: str, path: str, overwrite: bool) -> None:
-    if overwrite:
-        os.replace(tmp, path)
-        return
-    try:
-        os.link(tmp, path)  # atomic, and refuses an existing path
-    except FileExistsError:
-        raise FileExistsError(f"'{path}' already exists; recorded layouts are never overwritten") from None
-    except OSError as err:
-        if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
-            raise
-        if os.path.exists(path):  # file system without hard links
-            raise FileExistsError(f"'{path}' already exists; recorded layouts are never overwritten") from None
-        os.replace(tmp, path)
-        return
-    os.unlink(tmp)
+class _DuplicateKey(Exception):
+    pass
 
 
-def _fsync_dir(folder: str) -> None:
-    try:
-        dfd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """``json.loads`` hook: plain JSON keeps the last of repeated keys silently; a layout file must not."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 def _parse_line(text: str, path: str, lineno: int) -> dict:
     try:
-        episode = json.loads(text)
+        episode = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
     except json.JSONDecodeError as err:
         raise PlacementLayoutsError(f"{path}:{lineno}: malformed JSON ({err.msg} at column {err.colno}); each "
                                     "nonblank line must be one JSON object") from None
+    except _DuplicateKey as dup:
+        raise PlacementLayoutsError(f"{path}:{lineno}: duplicate key '{dup.args[0]}' in one JSON object; each key "
+                                    "may appear once per object (JSON readers would silently keep only the last "
+                                    "value)") from None
     if not isinstance(episode, dict):
         raise PlacementLayoutsError(f"{path}:{lineno}: expected a JSON object (an episode), got "
                                     f"{type(episode).__name__}")

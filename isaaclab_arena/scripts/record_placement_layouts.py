@@ -1,15 +1,19 @@
 """Record settled placement layouts (Hydra configuration, kit-less Isaac Lab; OV PhysX on the CPU by default).
 
-    PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" \\
     scripts/arena_python.sh isaaclab_arena/scripts/record_placement_layouts.py \\
         env_spec=isaaclab_arena_environments/tabletop/mug_bowl_table.yaml \\
         output=outputs/placements/mug_bowl.jsonl \\
         num_envs=4 env_spacing=2 min_layouts=16 max_batches=5 seed=42 \\
         settle.num_steps=120 \\
         settle.validators.pose_shift.max_translation_m=0.015 \\
-        +settle.validators.max_root_height._target_=placement_validators.MaxRootHeightValidator \\
+        +settle.validators.max_root_height._target_=isaaclab_arena_environments.placement_validators.MaxRootHeightValidator \\
         +settle.validators.max_root_height.max_height_m=1.5 \\
         render=false --device cpu --viz none
+
+Paths (env_spec, output) and custom validator modules are taken from your working directory: a module
+my_validators.py there is +settle.validators.<check>._target_=my_validators.<Class>. Accepted layouts are
+appended batch by batch; Ctrl-C or SIGTERM stops the recording and keeps them ("interrupted: kept N accepted
+layouts in <file>"). Isaac Lab's manager tables are printed only with --verbose.
 
 Hydra keys (``PlacementRecordingCfg``): env_spec, output (must not exist), num_envs [1], env_spacing [30.0],
 viewer_eye / viewer_lookat, layouts_per_env [5], min_layouts [1], max_batches [5], seed [42],
@@ -17,39 +21,48 @@ presets [physx | newton], render [false], settle.num_steps [5], settle.validator
 +settle.validators.<name>._target_=module.Class, and
 +settle.validators.support_containment.minimum_resting_heights_m.<support key>=<metres>.
 
-Launcher flags (argparse style, mixed freely with the Hydra overrides): ``--device cpu|cuda:0`` and
-``--viz none|kit`` (``kit`` needs Isaac Sim and a display; this install is kit-less).
+Launcher flags (argparse style, mixed freely with the Hydra overrides): ``--device cpu|cuda:0``,
+``--viz none|kit`` (``kit`` needs Isaac Sim and a display; this install is kit-less) and ``--verbose``.
 
 Exit status:
   0  at least one layout was accepted and written; a shortfall below min_layouts (max_batches ran out) still
      writes every accepted layout and is logged as an error, but the exit status stays 0;
   1  no layout was accepted: no file is written (read the "Rejected <count>: <check>: <detail>" lines);
-  2  a configuration error (unknown flag or key, bad value, existing output, scene that cannot be recorded).
+  2  a configuration error (unknown flag or key, bad value, missing spec, existing output, scene that cannot be
+     recorded, a device this machine does not have), reported in one line before anything is simulated;
+  130 / 143  interrupted by Ctrl-C / SIGTERM: the layouts accepted so far are written.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 import sys
 
 
 def split_launcher_flags(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    """Separates ``--device`` / ``--viz`` (and ``-h``) from the Hydra overrides; returns (flags, overrides).
+    """Separates ``--device`` / ``--viz`` / ``--verbose`` (and ``-h``) from the Hydra overrides.
 
     Raises:
-        SystemExit(2): an unknown ``--flag`` (Hydra overrides never start with ``--``).
+        SystemExit(2): an unknown ``--flag`` (Hydra overrides never start with ``--``), in one line.
     """
-    parser = argparse.ArgumentParser(prog="record_placement_layouts.py", add_help=True,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     description=__doc__.split("\n\nHydra keys")[0],
-                                     epilog="Hydra keys" + __doc__.split("\n\nHydra keys", 1)[1])
+    from isaaclab_arena.utils.arena_argparse import ArenaArgumentParser
+
+    parser = ArenaArgumentParser(prog="record_placement_layouts.py", add_help=True,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 description=__doc__.split("\n\nHydra keys")[0],
+                                 epilog="Hydra keys" + __doc__.split("\n\nHydra keys", 1)[1])
     parser.add_argument("--device", default="cpu", help="simulation device: cpu or cuda:0 (default cpu)")
     parser.add_argument("--viz", default="none", choices=("none", "kit"), help="viewer (default none)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="also print Isaac Lab's manager tables and the simulator's start-up messages")
     flags, rest = parser.parse_known_args(argv)
     unknown = [a for a in rest if a.startswith("-")]
     if unknown:
-        parser.error(f"unknown flag(s) {unknown}: the launcher flags are --device and --viz; everything else is a "
-                     "Hydra override key=value (e.g. num_envs=4, +settle.validators.<name>._target_=module.Class)")
+        parser.error(f"unknown flag(s) {unknown}: the launcher flags are --device, --viz and --verbose; everything "
+                     "else is a Hydra override key=value (e.g. num_envs=4, +settle.validators.<name>._target_="
+                     "module.Class)")
     return flags, rest
 
 
@@ -65,33 +78,83 @@ def compose_recording_cfg(overrides: list[str]):
     return PlacementRecordingCfg.from_config(node)
 
 
+def hydra_error_line(err: Exception) -> str:
+    """One clear line for a Hydra composition error: an unknown key names the accepted ones (and the closest),
+    instead of Hydra's advice to append it with ``+``, which would only fail later."""
+    from isaaclab_arena.offline_placement.post_physics_checks import BUILTIN_POST_PHYSICS_VALIDATORS
+    from isaaclab_arena.offline_placement.recording_config import PlacementRecordingCfg
+
+    text = str(err)
+    found = re.search(r"Could not override '([^']+)'", text)
+    if not found:
+        return " ".join(text.split())
+    key = found.group(1)
+    if key.startswith("settle.validators."):
+        name = key.split(".")[2]
+        if name not in BUILTIN_POST_PHYSICS_VALIDATORS:
+            return (f"settle.validators.{name} is not a built-in check ({', '.join(sorted(BUILTIN_POST_PHYSICS_VALIDATORS))});"
+                    f" a custom check is added with +settle.validators.{name}._target_=module.Class")
+        return f"unknown setting '{key}' of the built-in check '{name}'"
+    import dataclasses
+
+    accepted = [f.name for f in dataclasses.fields(PlacementRecordingCfg) if f.name != "settle"]
+    accepted += ["settle.num_steps", "settle.validators"]
+    close = difflib.get_close_matches(key, accepted, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"unknown recording key '{key}'{hint}; accepted keys: {', '.join(accepted)}"
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     flags, overrides = split_launcher_flags(argv)
+    if flags.viz == "kit":
+        return _error("--viz kit needs Isaac Sim (Kit) and a display; this install is kit-less. Use --viz none.")
+    from isaaclab_arena.environments.physics import check_backend_available
+
+    try:
+        check_backend_available("ovphysx", flags.device)  # the device first; the backend once the spec is read
+    except (ValueError, RuntimeError) as err:
+        return _error(str(err))
+    from isaaclab_arena.environments.quiet_output import held_output, quiet_warp_init
+
+    quiet_warp_init(flags.verbose)
     from hydra.errors import HydraException
 
     from isaaclab_arena.offline_placement.recording_config import RecordingConfigError
-    from isaaclab_arena.offline_placement.recording_scene import RecordingSceneError
 
-    if flags.viz == "kit":
-        print("error: --viz kit needs Isaac Sim (Kit) and a display; this install is kit-less. Use --viz none.",
-              file=sys.stderr)
-        return 2
     try:
         cfg = compose_recording_cfg(overrides)
         cfg.validate()
-    except (HydraException, RecordingConfigError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    except HydraException as err:
+        return _error(hydra_error_line(err))
+    except RecordingConfigError as err:
+        return _error(str(err))
     if cfg.render:
         print("[recording] render=true: nothing is rendered without a viewer (--viz none, kit-less)", flush=True)
-    from isaaclab_arena.offline_placement.recording import record_settled_placement_layouts
+    from isaaclab_arena.environments.cli import is_user_error
 
+    with held_output(flags.verbose):  # Isaac Lab's import-time messages
+        from isaaclab_arena.offline_placement.recording_output import (
+            RecordingInterrupted,
+            record_settled_placement_layouts,
+        )
     try:
-        result = record_settled_placement_layouts(cfg, device=flags.device)
-    except (RecordingConfigError, RecordingSceneError, FileExistsError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        result = record_settled_placement_layouts(cfg, device=flags.device, verbose=flags.verbose)
+    except RecordingInterrupted as stop:
+        print(stop.line(), file=sys.stderr, flush=True)
+        return stop.exit_status
+    except KeyboardInterrupt:
+        print("interrupted: kept 0 accepted layouts; no file was written", file=sys.stderr, flush=True)
+        return 130
+    except Exception as err:  # noqa: BLE001 - refused input is one line; anything else keeps its traceback
+        if not is_user_error(err):
+            raise
+        return _error(str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err))
     return 0 if result.output is not None else 1
 
 

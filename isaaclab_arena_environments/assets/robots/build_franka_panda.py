@@ -140,7 +140,7 @@ def write_manifest(out: str) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--tools", required=True, help="tool venv (urdf-usd-converter, trimesh, pxr)")
     parser.add_argument("--out", required=True, help="output folder (replaced when the build succeeds)")
     parser.add_argument("--cache", default=os.path.expanduser("~/.cache/isaaclab_arena/tools-robot-dl"))

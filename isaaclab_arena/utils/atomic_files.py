@@ -1,0 +1,65 @@
+"""Files written whole or not at all: a temporary file beside the target, then one atomic rename or link.
+
+- :func:`temp_beside` creates the temporary file (hidden, same folder, so the rename stays on one file system)
+  with the permissions an ordinary ``open(path, "w")`` would give under the user's umask (``mkstemp`` alone
+  gives 0600);
+- :func:`commit` puts it in place: ``os.replace`` when overwriting is allowed, else a hard link that fails if
+  the target appeared meanwhile (falling back to a checked ``os.replace`` on file systems without links);
+- :func:`fsync_dir` makes the rename durable.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+
+
+def user_file_mode() -> int:
+    """``0o666`` less the process umask: the mode ``open(path, "w")`` creates files with."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def temp_beside(path: str, suffix: str = ".tmp") -> tuple[int, str]:
+    """``(fd, temp path)`` of a new hidden file in ``path``'s folder (created if missing), user-umask mode."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=suffix)
+    os.fchmod(fd, user_file_mode())
+    return fd, tmp
+
+
+def commit(tmp: str, path: str, overwrite: bool, what: str = "recorded layouts") -> None:
+    """Moves ``tmp`` onto ``path`` atomically; without ``overwrite`` an existing ``path`` raises
+    ``FileExistsError`` and is left as it was (``tmp`` is then still there for the caller to remove)."""
+    if overwrite:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)  # atomic, and refuses an existing path
+    except FileExistsError:
+        raise FileExistsError(f"'{path}' already exists; {what} are never overwritten") from None
+    except OSError as err:
+        if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        if os.path.exists(path):  # file system without hard links
+            raise FileExistsError(f"'{path}' already exists; {what} are never overwritten") from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+def fsync_dir(folder: str) -> None:
+    """Flushes a folder's entries (a rename into it) to disk; silently skipped where not supported."""
+    try:
+        dfd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
