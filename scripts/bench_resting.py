@@ -12,6 +12,7 @@ env steps with zero actions, then read every object's root pose and velocity bac
   surface, negative = sunk into it. Clutter (``ClutterOn``) lands in any orientation on anything: no height
   error, speed only.
 - speed: linear speed of the object's root (m/s).
+- env-steps/s: the stepping rate of those ``--steps`` steps (wall clock, this machine's load included).
 
 Prints one ``bench resting ...`` line per run and a table: worst |height error| (mm, and which object), worst
 speed (m/s), and ``rests`` = every object within ``--max_error_mm`` of its support and slower than
@@ -26,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(REPO, "isaaclab_arena_environments")
@@ -107,8 +109,10 @@ def measure(spec: str, physics: str, num_envs: int, steps: int, seed: int, newto
                 if name in u.scene.keys() and hasattr(u.scene[name], "data"):
                     start[name] = (u.scene[name].data.root_pos_w.torch - u.scene.env_origins).clone()
             act = torch.zeros(u.num_envs, u.action_manager.total_action_dim if hasattr(u, "action_manager") else 0)
+            t0 = time.perf_counter()
             for _ in range(steps):
                 env.step(act)
+            step_s = time.perf_counter() - t0
             pos = {n: (u.scene[n].data.root_pos_w.torch - u.scene.env_origins).double() for n in start}
             quat = {n: u.scene[n].data.root_quat_w.torch.double() for n in start}
             vel = {n: torch.linalg.vector_norm(u.scene[n].data.root_lin_vel_w.torch, dim=-1).double() for n in start}
@@ -149,6 +153,7 @@ def measure(spec: str, physics: str, num_envs: int, steps: int, seed: int, newto
             "height_error_object": worst_name or None,
             "median_abs_error_mm": None if not errors else round(1000.0 * sorted(map(abs, errors))[len(errors) // 2], 3),
             "speed_m_s": float(f"{top_speed[0]:.3g}"), "speed_object": top_speed[1] or None,
+            "env_steps_per_s": round(steps * num_envs / step_s, 1) if step_s > 0 else None,
             "newton": newton or None}
 
 
@@ -180,7 +185,9 @@ def _verdict(row: dict, args) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    from isaaclab_arena.utils.arena_argparse import ArenaArgumentParser
+
+    p = ArenaArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--examples", nargs="*", default=None, help="example names (default: all shipped)")
     p.add_argument("--physics", nargs="*", default=list(BACKENDS), choices=BACKENDS)
     p.add_argument("--num_envs", type=int, default=4)
@@ -210,15 +217,16 @@ def main(argv: list[str] | None = None) -> int:
                   + (f" newton={json.dumps(row.get('newton'), separators=(',', ':'))}" if row.get("newton") else ""),
                   flush=True)
     print()
-    print(f"| example | backend | height error (mm, worst) | object | speed after {args.steps} steps (m/s) | rests |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print(f"| example | backend | height error (mm, worst) | object | speed after {args.steps} steps (m/s) | rests "
+          "| env-steps/s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         if "error" in r:
-            print(f"| {r['example']} | {r['physics']} | error: {r['error'][:80]} | | | error |")
+            print(f"| {r['example']} | {r['physics']} | error: {r['error'][:80]} | | | error | |")
             continue
         h = "n/a (clutter)" if r["height_error_mm"] is None else f"{r['height_error_mm']:+.3f}"
         print(f"| {r['example']} | {r['physics']} | {h} | {r['height_error_object'] or ''} | {r['speed_m_s']:.2g} "
-              f"| {_verdict(r, args)} |")
+              f"| {_verdict(r, args)} | {r.get('env_steps_per_s') or ''} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -103,8 +103,8 @@ def test_a_backend_this_install_lacks_is_refused_before_the_spec_is_solved(tmp_p
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: cuda:0 is not refused here")
 def test_a_cuda_device_without_a_gpu_is_refused_in_one_line(tmp_path):
     out = arena(tmp_path, RUNNER, "--env_spec", SPEC, "--device", "cuda:0", timeout=300)
-    assert refusal(out) == ("error: device 'cuda:0': no CUDA GPU is usable here (torch.cuda.is_available() is False); "
-                            "use --device cpu")
+    assert refusal(out).startswith("error: device 'cuda:0': no CUDA GPU is usable here (torch.cuda.is_available() is "
+                                   "False); use --device cpu")
     assert "[solver]" not in out.stdout
     assert "no CUDA GPU" in refusal(arena(tmp_path, RECORDER, f"env_spec={SPEC}", "output=x.jsonl", "--device",
                                           "cuda:0", timeout=300))

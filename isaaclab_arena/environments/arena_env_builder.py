@@ -233,10 +233,11 @@ class ArenaEnvBuilder:
         match the solved sizes even when ``placement_seed`` is None and the placer drew its own)."""
         self.member_indices = {a.name: a.member_indices_per_env(self.cfg.num_envs, seed)
                                for a in self.arena_env.assets if isinstance(a, RigidObjectSet)}
-        if self.member_indices and self.physics == "newton_mjwarp":
-            logger.warning("RigidObjectSet under newton_mjwarp: Newton does not honour per-env colliders of a "
-                           "multi-asset spawner (measured); rest heights will not match the solved geometry. "
-                           "Use physics='ovphysx'.")
+        if self.physics == "newton_mjwarp":  # what the Newton contact settings are measured not to get right
+            from isaaclab_arena.environments.physics import newton_resting_caveats
+
+            for caveat in newton_resting_caveats(self.arena_env.assets, self.cfg.newton_contact):
+                logger.warning(f"environment '{self.arena_env.name}' under newton_mjwarp: {caveat}")
 
     def _rigid_assets(self) -> list[Object | RigidObjectSet]:
         """Spawned rigid roots: rigid objects and object sets (references spawn nothing)."""

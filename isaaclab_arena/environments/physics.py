@@ -47,7 +47,7 @@ class NewtonContactSettings:
     tolerance: float = 1e-6
     enable_multiccd: bool = False
     ccd_iterations: int = 35
-    use_mujoco_contacts: bool = True
+    use_mujoco_contacts: bool = False
     cone: str = "pyramidal"
     impratio: float = 1.0
     num_substeps: int = 2
@@ -63,8 +63,27 @@ class NewtonContactSettings:
         return dataclasses.replace(self, **changes)
 
 
-#: The settings ``newton_mjwarp`` envs are built with.
+#: The settings ``newton_mjwarp`` envs are built with. Newton's own collision pipeline (not MuJoCo's contacts):
+#: with MuJoCo's contacts a 0.16 m cylinder sank 8 mm into the table and crept at 0.03 m/s after 240 steps,
+#: clutter still moved at 0.04-0.05 m/s and an object set's members shared one collider; with Newton's
+#: pipeline every shipped example rests within 0.25 mm (``scripts/bench_resting.py``, docs/PHYSICS.md).
 NEWTON_CONTACT_SETTINGS = NewtonContactSettings()
+
+
+def newton_resting_caveats(assets, settings: NewtonContactSettings | None = None) -> list[str]:
+    """What ``newton_mjwarp`` with ``settings`` is measured not to get right in a scene of ``assets`` (one line
+    each; empty when the scene rests as solved)."""
+    from isaaclab_arena.assets.object_set import RigidObjectSet
+
+    s = settings or NEWTON_CONTACT_SETTINGS
+    out = []
+    if s.use_mujoco_contacts:
+        if any(isinstance(a, RigidObjectSet) for a in assets):
+            out.append("with MuJoCo's contacts the members of a RigidObjectSet share one collider, so rest heights "
+                       "will not match the solved geometry; use use_mujoco_contacts=False or physics='ovphysx'")
+        out.append("with MuJoCo's contacts objects were measured to sink up to 8 mm into their supports and creep; "
+                   "use use_mujoco_contacts=False or physics='ovphysx'")
+    return out
 
 
 def check_backend_available(physics: str, device: str = "cpu") -> None:
