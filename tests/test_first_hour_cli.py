@@ -137,3 +137,10 @@ def test_the_launcher_passes_the_exit_status_through(tmp_path):
     out = subprocess.run([os.path.join(ARENA_ROOT, "scripts", "arena_python.sh"), "-c", "import sys; sys.exit(7)"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 7
+
+
+def test_the_registered_environments_spell_out_every_side():
+    from isaaclab_arena.relations.relation_base import Side
+    from isaaclab_arena_environments.registered import SIDES
+
+    assert set(SIDES) == {s.value for s in Side}

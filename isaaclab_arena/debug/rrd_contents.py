@@ -70,7 +70,7 @@ def open_viewer(path: str, screenshot: str | None = None) -> int:
 def main(argv: list[str]) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(description="What a placement debug recording (.rrd) holds.")
+    p = argparse.ArgumentParser(allow_abbrev=False, description="What a placement debug recording (.rrd) holds.")
     p.add_argument("rrd")
     p.add_argument("--view", action="store_true", help="open the recording in the Rerun viewer (needs a display)")
     p.add_argument("--screenshot", default=None, help="render the view into this PNG and exit (needs a display)")

@@ -110,10 +110,10 @@ def _parse(argv: list[str]):
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from isaaclab_arena.environments.run_loop import run
-
     argv = list(sys.argv[1:] if argv is None else argv)
     builder, args, make_builder = _parse(argv)
+    from isaaclab_arena.environments.run_loop import run
+
     episodes = args.num_episodes
     if episodes is None and (args.policy_type != "zero_action" or args.compare_ik_reachable):
         episodes = builder.cfg.num_envs
