@@ -48,8 +48,8 @@ class NewtonContactSettings:
     enable_multiccd: bool = False
     ccd_iterations: int = 35
     use_mujoco_contacts: bool = False
-    cone: str = "pyramidal"
-    impratio: float = 1.0
+    cone: str = "elliptic"
+    impratio: float = 10.0
     num_substeps: int = 2
     njmax: int = 200
     nconmax: int = 100
@@ -63,10 +63,11 @@ class NewtonContactSettings:
         return dataclasses.replace(self, **changes)
 
 
-#: The settings ``newton_mjwarp`` envs are built with. Newton's own collision pipeline (not MuJoCo's contacts):
-#: with MuJoCo's contacts a 0.16 m cylinder sank 8 mm into the table and crept at 0.03 m/s after 240 steps,
-#: clutter still moved at 0.04-0.05 m/s and an object set's members shared one collider; with Newton's
-#: pipeline every shipped example rests within 0.25 mm (``scripts/bench_resting.py``, docs/PHYSICS.md).
+#: The settings ``newton_mjwarp`` envs are built with: Newton's own collision pipeline (not MuJoCo's contacts)
+#: and an elliptic friction cone with impedance ratio 10. With MuJoCo's contacts a 0.16 m cylinder sank 8 mm into
+#: the table and crept at 0.03 m/s after 240 steps, clutter still moved at 0.04-0.05 m/s and an object set's
+#: members shared one collider; with Newton's pipeline every shipped example rests within 0.25 mm, and the
+#: elliptic cone brings the slowest clutter from 4.9 to 1.5 mm/s (``scripts/bench_resting.py``, docs/PHYSICS.md).
 NEWTON_CONTACT_SETTINGS = NewtonContactSettings()
 
 
