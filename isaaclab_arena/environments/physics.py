@@ -3,8 +3,9 @@
 ``ovphysx`` (default): PhysX through OV PhysX, kit-less, CPU or CUDA; per-env heterogeneous colliders are
 honoured (each env's object rests at its own height). ``newton_mjwarp``: Newton with the MuJoCo-Warp solver
 (kit-less), with the contact settings of :class:`NewtonContactSettings` (Newton's own collision pipeline, with
-which per-env colliders are honoured too; MuJoCo's contacts do not honour them). ``isaacsim_physx``: PhysX through Isaac Sim / Kit (GPU hosts with Isaac Sim
-installed; see docker/). What each backend gets right, with measured figures: ``docs/PHYSICS.md``.
+which per-env colliders are honoured too; MuJoCo's contacts do not honour them). ``isaacsim_physx``: PhysX
+through Isaac Sim / Kit (GPU hosts with Isaac Sim installed; see docker/). What each backend gets right, with
+measured figures: ``docs/PHYSICS.md``.
 """
 
 from __future__ import annotations
