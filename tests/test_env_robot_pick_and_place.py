@@ -50,7 +50,8 @@ def run(tmp_path_factory):
 
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
     from isaaclab_arena.evaluation.episodes import make_policy
-    from isaaclab_arena.offline_placement.recording import SettledPlacementParams, record_placements_to_jsonl
+    from isaaclab_arena.offline_placement.recording import SettledPlacementParams
+    from isaaclab_arena.offline_placement.recording_output import record_placements_to_jsonl
 
     tmp = tmp_path_factory.mktemp("robot_pp")
     builder = ArenaEnvBuilder(_arena_env(), ArenaEnvBuilderCfg(num_envs=NUM_ENVS, placement_seed=7, output_dir=str(tmp),

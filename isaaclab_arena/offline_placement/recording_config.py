@@ -94,7 +94,7 @@ class PlacementRecordingCfg:
     """Render physics steps (pair with --viz)."""
     settle: SettleCfg = field(default_factory=SettleCfg)
 
-    def validate(self, check_output: bool = True, check_spec: bool = True) -> "PlacementRecordingCfg":
+    def validate(self, check_output: bool = True, check_spec: bool = False) -> "PlacementRecordingCfg":
         """Raises ``RecordingConfigError`` naming the key of the first unusable setting; returns self.
 
         Paths (``env_spec``, ``output``) are taken from the working directory; ``check_spec`` requires the

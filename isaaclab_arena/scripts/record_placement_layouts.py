@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         cfg = compose_recording_cfg(overrides)
-        cfg.validate()
+        cfg.validate(check_spec=True)
     except HydraException as err:
         return _error(hydra_error_line(err))
     except RecordingConfigError as err:
