@@ -14,6 +14,12 @@ randomiser (``sample_object_poses`` of isaaclab_tasks/contrib/stack/mdp/stack_ev
 validators:
   bench scene=boxes3 peer=isaaclab_stock layouts_per_s=... valid_rate=... ratio=...
 
+MESH scenes (``bench_mesh_scenes.py``: the example assets' meshes) are solved with BBOX and with MESH collision in
+the same run:
+  bench scene=kitchen_mesh collision=mesh batch=256 layouts_per_s=... valid_rate=... ...
+  bench scene=kitchen_mesh batch=256 mesh_vs_bbox=...
+(``--no-mesh`` skips them; ``--scenes`` selects them by name like the others).
+
 A layout counts from the drawing of its candidate to its check verdicts (ObjectPlacer.place_problem:
 generate, solve, modifiers, validate). Every figure is sustained (``bench_timing.sustained``): warm-up calls
 discarded, then ``--runs`` windows of at least ``--window_s`` seconds of back-to-back calls; the figure is the
@@ -59,9 +65,9 @@ except ImportError:
 # and NextTo inside PositionLimitsBox, the chain with random yaw), measured for their valid_rate.
 FULL = [("boxes3", [1, 32, 128, 1024, 4096]), ("boxes10", [1, 128, 1024]), ("mug_bowl", [1, 1024]),
         ("crowded14", [256]), ("all_relations", [256]), ("clutter", [256]), ("chain4", [1024]), ("row5", [1024]),
-        ("chain4_yaw", [1024])]
+        ("chain4_yaw", [1024]), ("crowded14_yaw", [256])]
 QUICK = [("boxes3", [1, 128]), ("boxes10", [128]), ("mug_bowl", [128]), ("crowded14", [64]), ("all_relations", [64]),
-         ("clutter", [64]), ("chain4", [128]), ("row5", [128]), ("chain4_yaw", [128])]
+         ("clutter", [64]), ("chain4", [128]), ("row5", [128]), ("chain4_yaw", [128]), ("crowded14_yaw", [64])]
 #: Scenes whose spread is measured against rejection sampling, with (rejection-sampled, solved) layout counts.
 SPREAD = {"boxes3": (8000, 16000), "mug_bowl": (6000, 12000)}
 SPREAD_QUICK = {"boxes3": (1500, 3000)}
@@ -248,23 +254,33 @@ def main() -> None:
     ap.add_argument("--no-peer", dest="peer", action="store_false", help="skip Isaac Lab's stock randomiser")
     ap.add_argument("--no-spread", dest="spread", action="store_false", help="skip the spread against rejection "
                                                                              "sampling")
+    ap.add_argument("--no-mesh", dest="mesh", action="store_false", help="skip the MESH scenes (BBOX against MESH)")
     args = ap.parse_args()
     plan = QUICK if args.quick else FULL
     timing = {"windows": args.runs or (3 if args.quick else 5),
               "window_s": args.window_s if args.window_s is not None else (0.1 if args.quick else 1.0),
               "warmup_s": args.warmup_s if args.warmup_s is not None else (0.05 if args.quick else 0.5)}
+    import bench_mesh_scenes
+
+    mesh_plan = bench_mesh_scenes.QUICK if args.quick else bench_mesh_scenes.FULL
     if args.scenes:
-        unknown = sorted(set(args.scenes) - {n for n, _ in FULL})
+        known = [n for n, _ in FULL] + [n for n, _ in bench_mesh_scenes.FULL]
+        unknown = sorted(set(args.scenes) - set(known))
         if unknown:
-            ap.error(f"unknown scenes {unknown}; accepted: {[n for n, _ in FULL]}")
+            ap.error(f"unknown scenes {unknown}; accepted: {known}")
         plan = [p for p in plan if p[0] in args.scenes]
+        mesh_plan = [p for p in mesh_plan if p[0] in args.scenes]
     if args.batches:
         plan = [(n, [b for b in bs if b in args.batches]) for n, bs in plan]
         plan = [(n, bs) for n, bs in plan if bs]
+        mesh_plan = [(n, [b for b in bs if b in args.batches]) for n, bs in mesh_plan]
+        mesh_plan = [(n, bs) for n, bs in mesh_plan if bs]
     print(code_line(), flush=True)
     results: dict = {}
     for name, batches in plan:
         bench_scene(name, batches, timing, args.device, results)
+    for name, batches in (mesh_plan if args.mesh else []):
+        bench_mesh_scenes.bench(name, batches, timing, args.device)
     if args.spread:
         for name, counts in (SPREAD_QUICK if args.quick else SPREAD).items():
             if not args.scenes or name in args.scenes:

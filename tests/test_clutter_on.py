@@ -55,15 +55,38 @@ def reach(batch, cx=0.0, cy=0.0):
             float(torch.maximum(hi[..., 1] - cy, cy - lo[..., 1]).max()))
 
 
+def _turned_gap(batch, i: int, j: int) -> torch.Tensor:
+    """(B,) largest gap (m) between the boxes of objects i and j along their own edge directions (the boxes
+    turn about Z only: random yaw), float64: the separating axes the no_overlap / clearance checks use."""
+    names = batch.object_names
+    sizes = [torch.tensor(batch.solved.problem.local_hi[0, k].tolist(), dtype=torch.float64)
+             - torch.tensor(batch.solved.problem.local_lo[0, k].tolist(), dtype=torch.float64) for k in (i, j)]
+    assert len(names) > max(i, j)
+    q = batch.rotations.double()
+    yaw = [torch.atan2(2 * (q[:, k, 3] * q[:, k, 2] + q[:, k, 0] * q[:, k, 1]), 1 - 2 * (q[:, k, 1] ** 2 + q[:, k, 2] ** 2))
+           for k in (i, j)]
+    lo, hi = boxes(batch)
+    d = (0.5 * (lo[:, i] + hi[:, i]) - 0.5 * (lo[:, j] + hi[:, j]))[:, :2]
+    best = torch.full((q.shape[0],), -1e9, dtype=torch.float64)
+    axes = [(torch.cos(y), torch.sin(y)) for y in yaw] + [(-torch.sin(y), torch.cos(y)) for y in yaw]
+    for nx, ny in axes:
+        r = sum(0.5 * sz[0] * torch.abs(nx * torch.cos(y) + ny * torch.sin(y))
+                + 0.5 * sz[1] * torch.abs(-nx * torch.sin(y) + ny * torch.cos(y)) for sz, y in zip(sizes, yaw))
+        best = torch.maximum(best, torch.abs(nx * d[:, 0] + ny * d[:, 1]) - r)
+    return best
+
+
 def neighbour_separation(batch):
-    """Per candidate and pair: the largest of the per-axis gaps (negative = intersecting)."""
+    """Per candidate and pair: the largest gap along some axis (negative = intersecting): the world axes of
+    the rotated AABBs (the release stacking separates those) or the boxes' own edge directions (the solver's
+    clearance, which tests boxes turned about Z as such)."""
     lo, hi = boxes(batch)
     n = lo.shape[1]
     seps = []
     for i in range(n):
         for j in range(i + 1, n):
             gap = torch.maximum(lo[:, j] - hi[:, i], lo[:, i] - hi[:, j])  # (B, 3)
-            seps.append(gap.max(dim=1).values)
+            seps.append(torch.maximum(gap.max(dim=1).values, _turned_gap(batch, i, j)))
     return torch.stack(seps, 1)
 
 

@@ -24,8 +24,8 @@ from isaaclab_arena.relations.markers import RequiresReachability
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
-from isaaclab_arena.relations.relations import NextTo, NotNextTo, On, PositionLimitsBox, Side
-from isaaclab_arena.relations.scenes import SCENES, cuboid, on_table, table
+from isaaclab_arena.relations.relations import NextTo, NotNextTo, PositionLimitsBox, Side
+from isaaclab_arena.relations.scenes import SCENES, on_table, table
 
 try:
     import_rerun()

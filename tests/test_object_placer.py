@@ -9,7 +9,6 @@ from isaaclab_arena.assets.object_set import RigidObjectSet
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.ranking import rank_keys, rank_order
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.placement_problem import MeshCollisionNotAvailableError
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relations import AtPosition, IsAnchor, NextTo, On, Side
 from isaaclab_arena.relations.scenes import SCENES, cuboid, mug_bowl_scene, on_table, table
@@ -96,16 +95,14 @@ def test_child_larger_than_support_is_rejected():
         ObjectPlacer().place([t, big])
 
 
-def test_mesh_collision_mode_is_not_available_yet():
-    from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
+def test_mesh_mode_roll_or_pitch_is_refused_naming_the_asset():
+    from isaaclab_arena.assets.collision_mode import CollisionMode
+    from isaaclab_arena.relations.relations import RotateAroundSolution
 
     scene = mug_bowl_scene()
-    with pytest.raises(MeshCollisionNotAvailableError, match="not available yet"):
-        ObjectPlacer(ObjectPlacerParams(solver_params=RelationSolverParams(collision_mode="mesh"))).place(scene)
-    from isaaclab_arena.assets.collision_mode import CollisionMode
-
     scene[1].collision_mode = CollisionMode.MESH
-    with pytest.raises(NotImplementedError, match="asset 'mug' has collision_mode='mesh'"):
+    scene[1].add_relation(RotateAroundSolution(roll_rad=0.3))
+    with pytest.raises(PlacementConfigError, match="asset 'mug': roll or pitch needs collision_mode='bbox'.*yaw only"):
         ObjectPlacer().place(scene)
 
 

@@ -28,9 +28,16 @@ def test_bench_quick_mode_prints_parseable_lines(tmp_path):
     code = [line for line in out.stdout.splitlines() if line.startswith("# code=")]
     assert len(code) == 1 and code[0].split()[1] == f"code={ROOT}", code  # measured this checkout
     rows = _rows(out.stdout)
-    solved = [r for r in rows if "layouts_per_s" in r and "batch" in r and "peer" not in r]
+    solved = [r for r in rows if "layouts_per_s" in r and "batch" in r and "peer" not in r and "collision" not in r]
     assert {r["scene"] for r in solved} == {"boxes3", "boxes10", "mug_bowl", "crowded14", "all_relations", "clutter",
-                                           "chain4", "row5", "chain4_yaw"}
+                                           "chain4", "row5", "chain4_yaw", "crowded14_yaw"}
+    # MESH scenes: each solved with BBOX and with MESH in the same run, and their ratio
+    mesh = {(r["scene"], r["collision"]): r for r in rows if "collision" in r and "layouts_per_s" in r}
+    assert set(mesh) == {(s, c) for s in ("mesh_tucked", "kitchen_mesh", "mug_bowl_mesh") for c in ("bbox", "mesh")}
+    assert float(mesh[("mesh_tucked", "bbox")]["valid_rate"]) == 0.0  # every target lies inside a box
+    assert float(mesh[("mesh_tucked", "mesh")]["valid_rate"]) == 1.0
+    ratios = {r["scene"] for r in rows if "mesh_vs_bbox" in r and float(r["mesh_vs_bbox"]) > 0}
+    assert ratios == {"mesh_tucked", "kitchen_mesh", "mug_bowl_mesh"}
     chains = {r["scene"]: float(r["valid_rate"]) for r in solved if r["scene"] in ("chain4", "row5", "chain4_yaw")}
     assert min(chains.values()) >= 0.9, chains
     spread = [r for r in rows if "spread_tv" in r]

@@ -52,6 +52,33 @@ def world_box(asset, pos, quat):
     return pts.min(0), pts.max(0)
 
 
+def yaw_only(quat) -> bool:
+    return abs(float(quat[0])) < 1e-6 and abs(float(quat[1])) < 1e-6
+
+
+def pair_depth(a, pa, qa, b, pb, qb) -> float:
+    """Penetration depth (m, <= 0 apart or touching) of two assets' boxes at their poses, float64: boxes that
+    only turn about Z are tested as rotated rectangles (separating axes: each box's two edge directions) plus
+    their Z extent; an object with roll/pitch or RandomAroundSolution uses the axis-aligned box around its
+    rotated box (the reference: roll/pitch keep the AABB)."""
+    if not (yaw_only(qa) and yaw_only(qb)) or a.random_around_solution is not None or (
+            b.random_around_solution is not None):
+        (alo, ahi), (blo, bhi) = world_box(a, pa, qa), world_box(b, pb, qb)
+        return min(min(ahi[k], bhi[k]) - max(alo[k], blo[k]) for k in range(3))
+    boxes = []
+    for asset, pos, quat in ((a, pa, qa), (b, pb, qb)):
+        bb = asset.get_bounding_box()
+        lo, hi = np.asarray(bb.min_point, np.float64), np.asarray(bb.max_point, np.float64)
+        r = rot_matrix(quat)
+        boxes.append((r @ ((lo + hi) / 2) + np.asarray(pos, np.float64), (hi - lo) / 2, r[:2, :2]))
+    (ca, ha, ra), (cb, hb, rb) = boxes
+    depth = ha[2] + hb[2] - abs(ca[2] - cb[2])
+    for axis in (ra[:, 0], ra[:, 1], rb[:, 0], rb[:, 1]):
+        radius = sum(half[k] * abs(axis @ r[:, k]) for half, r in ((ha, ra), (hb, rb)) for k in range(2))
+        depth = min(depth, radius - abs(axis @ (ca[:2] - cb[:2])))
+    return depth
+
+
 def check_layout(assets, positions: dict, rotations: dict, objective_tol: float = OBJECTIVE_TOL,
                  clearance_m: float | None = None) -> list[str]:
     """Failures (empty: valid) of one layout, float64. AtPosition and the position limits are met within
@@ -138,14 +165,21 @@ def check_layout(assets, positions: dict, rotations: dict, objective_tol: float 
                 d = np.hypot((tlo[0] + thi[0]) / 2 - positions[a.name][0], (tlo[1] + thi[1]) / 2 - positions[a.name][1])
                 if d < 1e-6:
                     fails.append(f"face_to {a.name}")
+    by_name = {a.name: a for a in assets}
+
+    def pose(name):
+        if name in positions:
+            return positions[name], rotations[name]
+        p = by_name[name].get_world_pose()
+        return p.position_xyz, p.rotation_xyzw
+
     colliders = [a.name for a in assets if a.name in boxes and not isinstance(a, Background)]
     for m, n in itertools.combinations(colliders, 2):
         if m not in positions and n not in positions:
             continue
         if frozenset((m, n)) in exempt:
             continue
-        (alo, ahi), (blo, bhi) = boxes[m], boxes[n]
-        depth = min(min(ahi[k], bhi[k]) - max(alo[k], blo[k]) for k in range(3))
+        depth = pair_depth(by_name[m], *pose(m), by_name[n], *pose(n))
         if depth > TOL:
             fails.append(f"overlap {m} {n} {depth}")
         if clearance_m is not None and m in positions and n in positions:

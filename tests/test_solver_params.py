@@ -4,6 +4,7 @@ the not-yet-available debug viewer and MESH mode (clear warning / error). Real s
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -241,9 +242,16 @@ def test_convergence_threshold_is_validated():
         RelationSolverParams(convergence_threshold=-1.0)
 
 
-# ------------------------------------------------------------------------- not available yet
-def test_mesh_collision_mode_still_raises_the_not_available_error():
-    from isaaclab_arena.relations.placement_problem import MeshCollisionNotAvailableError
+# ------------------------------------------------------------------------- MESH collision mode
+def test_mesh_collision_mode_without_meshes_places_like_bbox(caplog):
+    """Plain-geometry objects have no collision mesh: in MESH mode their pairs stay on boxes ([NoCollision]),
+    so the layouts are those of BBOX mode, bit for bit."""
+    from isaaclab_arena.relations.mesh.logs import forget_logged
 
-    with pytest.raises(MeshCollisionNotAvailableError, match="not available yet"):
-        placer(collision_mode="mesh").place(SCENES["mug_bowl"]())
+    forget_logged()
+    env = torch.arange(16)
+    with caplog.at_level(logging.WARNING, logger="isaaclab_arena.relations.mesh"):
+        mesh = placer(collision_mode="mesh").place_batch(SCENES["mug_bowl"](), env, env * 0, num_envs=16)
+    box = placer(collision_mode="bbox").place_batch(SCENES["mug_bowl"](), env, env * 0, num_envs=16)
+    assert torch.equal(mesh.positions, box.positions) and bool(mesh.passed.all())
+    assert any("[NoCollision]" in r.getMessage() and "'mug'" in r.getMessage() for r in caplog.records)

@@ -11,10 +11,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from isaaclab_arena.adapters.usd_geometry import usd_file_bounds, usd_prim_bounds_and_pose
+from isaaclab_arena.adapters.usd_mesh import spawn_cfg_collision_mesh, usd_collision_mesh
 from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
 from isaaclab_arena.assets.geometry_reader import set_geometry_reader
 from isaaclab_arena.utils.pose import Pose
+
+
+def _rotation_matrix(q) -> np.ndarray:
+    """3x3 rotation of an xyzw quaternion (float64)."""
+    x, y, z, w = (float(v) for v in q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
 class UsdGeometryReader:
@@ -33,6 +44,20 @@ class UsdGeometryReader:
     def prim_bounds_and_pose(self, usd_path: str, prim_path: str) -> tuple[AxisAlignedBoundingBox, Pose]:
         """A prim's local bounds (its scale included) and its pose relative to the file's default prim."""
         return usd_prim_bounds_and_pose(usd_path, prim_path)
+
+    def collision_mesh_of(self, spawn_cfg: Any, asset_name: str, exclude_prims: tuple[str, ...] = ()):
+        """``(vertices, faces)`` of the colliders ``spawn_cfg`` spawns (spawned prim's frame, metres), less the
+        prim subtrees ``exclude_prims``; ``NoCollisionMeshError`` (a ``ValueError``) naming the asset if none."""
+        mesh = spawn_cfg_collision_mesh(spawn_cfg, asset_name, tuple(exclude_prims))
+        return mesh.vertices, mesh.faces
+
+    def prim_collision_mesh(self, usd_path: str, prim_path: str, asset_name: str):
+        """``(vertices, faces)`` of the colliders under a prim in the prim's own frame (scale applied), metres:
+        the frame of :meth:`prim_bounds_and_pose`'s bounds."""
+        mesh = usd_collision_mesh(usd_path, prim_path, asset_name)
+        pose = usd_prim_bounds_and_pose(usd_path, prim_path)[1]
+        r = _rotation_matrix(pose.rotation_xyzw)
+        return (mesh.vertices - np.asarray(pose.position_xyz, dtype=np.float64)) @ r, mesh.faces
 
 
 USD_GEOMETRY_READER = UsdGeometryReader()

@@ -28,8 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import trimesh
 
-#: Facets of the meshes standing in for procedural round shapes (cylinders, spheres, capsules, cones).
-ROUND_SECTIONS = 32
+from isaaclab_arena.assets.geometry_reader import ROUND_SECTIONS, shape_mesh
 #: Approximations whose collider is the authored triangles.
 TRIANGLE_APPROXIMATIONS = ("none", "meshSimplification", "sdf")
 
@@ -221,8 +220,9 @@ def _is_collider(prim) -> bool:
 
 # ------------------------------------------------------------------------------------------ public
 def stage_collision_mesh(stage, prim_path: str = "", asset_name: str = "asset", source: str = "",
-                         scale=(1.0, 1.0, 1.0)) -> CollisionMesh:
-    """Colliders under ``prim_path`` (relative to the default prim; empty: the whole asset) of an open stage."""
+                         scale=(1.0, 1.0, 1.0), exclude_prims: tuple[str, ...] = ()) -> CollisionMesh:
+    """Colliders under ``prim_path`` (relative to the default prim; empty: the whole asset) of an open stage,
+    less the subtrees ``exclude_prims`` (relative to the default prim; a path not in the file is an error)."""
     from pxr import Usd, UsdGeom
 
     source = source or stage.GetRootLayer().identifier
@@ -232,13 +232,19 @@ def stage_collision_mesh(stage, prim_path: str = "", asset_name: str = "asset", 
     prim = stage.GetPrimAtPath(root.GetPath().AppendPath(rel)) if rel else root
     if not prim or not prim.IsValid():
         raise NoCollisionMeshError(f"{where}: prim '{prim_path}' does not exist under {root.GetPath()}")
+    skip = []
+    for ex in exclude_prims:
+        ex_prim = stage.GetPrimAtPath(root.GetPath().AppendPath(str(ex).strip("/")))
+        if not ex_prim or not ex_prim.IsValid():
+            raise NoCollisionMeshError(f"{where}: prim '{ex}' to leave out does not exist under {root.GetPath()}")
+        skip.append(ex_prim.GetPath())
     xf = UsdGeom.XformCache(Usd.TimeCode.Default())
     root_inv = _to_numpy(xf.GetLocalToWorldTransform(root).GetInverse())
     mpu = float(UsdGeom.GetStageMetersPerUnit(stage) or 1.0)
     post = np.diag([*(mpu * float(s) for s in scale), 1.0])
     parts = []
     for p in Usd.PrimRange(prim, Usd.TraverseInstanceProxies()):
-        if not _is_collider(p):
+        if not _is_collider(p) or any(p.GetPath().HasPrefix(s) for s in skip):
             continue
         to_root = post @ root_inv @ _to_numpy(xf.GetLocalToWorldTransform(p))
         for approx, mesh in _approximated(p, where):
@@ -247,47 +253,35 @@ def stage_collision_mesh(stage, prim_path: str = "", asset_name: str = "asset", 
             parts.append(CollisionPart(str(p.GetPath()), approx, mesh))
     if not parts:
         raise NoCollisionMeshError(f"{where}: prim {prim.GetPath()} has no collider (no Mesh, Cube, Sphere, "
-                                   "Cylinder, Capsule or Cone prim with PhysicsCollisionAPI under it), so it has "
-                                   "no collision mesh")
+                                   "Cylinder, Capsule or Cone prim with PhysicsCollisionAPI under it"
+                                   + (f", leaving out {list(exclude_prims)}" if exclude_prims else "")
+                                   + "), so it has no collision mesh")
     return CollisionMesh(asset_name, source, tuple(parts))
 
 
 def usd_collision_mesh(usd_path: str, prim_path: str = "", asset_name: str | None = None,
-                       scale=(1.0, 1.0, 1.0)) -> CollisionMesh:
-    """Colliders of ``usd_path`` under ``prim_path`` (relative to the default prim) in the root frame, metres."""
+                       scale=(1.0, 1.0, 1.0), exclude_prims: tuple[str, ...] = ()) -> CollisionMesh:
+    """Colliders of ``usd_path`` under ``prim_path`` (relative to the default prim) in the root frame, metres,
+    less the subtrees ``exclude_prims`` (relative to the default prim too)."""
     name = asset_name or os.path.splitext(os.path.basename(usd_path))[0]
-    return stage_collision_mesh(_open(usd_path), prim_path, name, usd_path, scale)
+    return stage_collision_mesh(_open(usd_path), prim_path, name, usd_path, scale, exclude_prims)
 
 
-def spawn_cfg_collision_mesh(spawn_cfg, asset_name: str) -> CollisionMesh:
+def spawn_cfg_collision_mesh(spawn_cfg, asset_name: str, exclude_prims: tuple[str, ...] = ()) -> CollisionMesh:
     """The collision mesh an Isaac Lab spawner config creates, in the spawned prim's frame (metres).
 
     Procedural shapes (``CuboidCfg``, ``SphereCfg``, ``CylinderCfg``, ``CapsuleCfg``, ``ConeCfg`` and their
-    mesh variants) become their meshes; ``UsdFileCfg`` is read with :func:`usd_collision_mesh` (times its
-    ``scale``). Anything else raises ``NoCollisionMeshError`` naming the asset.
+    mesh variants) become their meshes (``geometry_reader.shape_mesh``); ``UsdFileCfg`` is read with
+    :func:`usd_collision_mesh` (times its ``scale``), less the prim subtrees ``exclude_prims`` (relative to the
+    default prim). Anything else raises ``NoCollisionMeshError`` naming the asset.
     """
     name = type(spawn_cfg).__name__
-    shape = None
     if hasattr(spawn_cfg, "usd_path") and "Usd" in name:
-        return usd_collision_mesh(spawn_cfg.usd_path, "", asset_name, tuple(getattr(spawn_cfg, "scale", None) or (1, 1, 1)))
-    if "Cuboid" in name:
-        shape = trimesh.creation.box(extents=tuple(spawn_cfg.size))
-    elif "Sphere" in name:
-        shape = trimesh.creation.icosphere(subdivisions=3, radius=float(spawn_cfg.radius))
-    elif "Capsule" in name:
-        shape = trimesh.creation.capsule(height=float(spawn_cfg.height), radius=float(spawn_cfg.radius),
-                                         count=[ROUND_SECTIONS, ROUND_SECTIONS])
-    elif "Cylinder" in name:
-        shape = trimesh.creation.cylinder(radius=float(spawn_cfg.radius), height=float(spawn_cfg.height),
-                                          sections=ROUND_SECTIONS)
-    elif "Cone" in name:
-        shape = trimesh.creation.cone(radius=float(spawn_cfg.radius), height=float(spawn_cfg.height),
-                                      sections=ROUND_SECTIONS)
-        shape.apply_translation((0.0, 0.0, -0.5 * float(spawn_cfg.height)))
+        return usd_collision_mesh(spawn_cfg.usd_path, "", asset_name, tuple(getattr(spawn_cfg, "scale", None) or (1, 1, 1)),
+                                  exclude_prims)
+    shape = shape_mesh(spawn_cfg)
     if shape is None:
         raise NoCollisionMeshError(f"asset '{asset_name}': spawner {name} has no collision mesh the project can "
                                    "derive; use a procedural shape or a UsdFileCfg whose prims carry "
                                    "PhysicsCollisionAPI")
-    if "Cuboid" not in name and "Sphere" not in name:
-        shape.apply_transform(_axis_rotation(str(getattr(spawn_cfg, "axis", "Z")).upper()))
     return CollisionMesh(asset_name, name, (CollisionPart("", "shape", shape),))

@@ -11,6 +11,11 @@ directly imports ``isaaclab_arena.adapters`` (or the example library) first, or 
 otherwise :class:`MissingGeometryReaderError` says so, naming the asset.
 
 Bounds are axis-aligned in the asset's local root frame, metres; poses are xyzw.
+
+MESH collision reads collision meshes the same way: procedural shapes become triangle meshes here
+(:func:`shape_mesh`, trimesh), meshes in USD files come from the reader's optional ``collision_mesh_of`` /
+``prim_collision_mesh`` (:func:`collision_mesh_of_spawn_cfg`, :func:`prim_collision_mesh`). A reader without
+them leaves those assets on their bounding boxes.
 """
 
 from __future__ import annotations
@@ -39,6 +44,14 @@ class GeometryReader(Protocol):
         """
 
 
+    # Optional (MESH collision; a reader without them leaves USD assets on their bounding boxes):
+    #   collision_mesh_of(spawn_cfg, asset_name, exclude_prims=()) -> (vertices (V, 3), faces (F, 3)): the colliders
+    #       of what ``spawn_cfg`` spawns in the spawned prim's frame (metres), less the subtrees ``exclude_prims``
+    #       (paths relative to the default prim); ``ValueError`` naming the asset when there is no collider.
+    #   prim_collision_mesh(usd_path, prim_path, asset_name) -> (vertices, faces): the colliders under a prim in
+    #       the frame of ``prim_bounds_and_pose`` (the prim's own frame, its scale applied), metres.
+
+
 class MissingGeometryReaderError(RuntimeError):
     """Geometry was needed that only a reader can provide, and none is installed."""
 
@@ -62,6 +75,77 @@ def get_geometry_reader(owner: str, needed_for: str) -> GeometryReader:
         raise MissingGeometryReaderError(f"{owner}: {needed_for} needs a geometry reader and none is installed; "
                                          f"{INSTALL_HINT}")
     return _reader
+
+
+#: Facets of the meshes standing in for procedural round shapes (cylinders, spheres, capsules, cones).
+ROUND_SECTIONS = 32
+
+
+def _axis_rotation(axis: Any):
+    """4x4 rotation taking trimesh's +Z shape axis to ``axis`` (X, Y or Z)."""
+    import numpy as np
+    import trimesh
+
+    a = str(axis).upper()
+    if a == "X":
+        return trimesh.transformations.rotation_matrix(np.pi / 2, [0, 1, 0])
+    if a == "Y":
+        return trimesh.transformations.rotation_matrix(-np.pi / 2, [1, 0, 0])
+    return np.eye(4)
+
+
+def shape_mesh(spawn_cfg: Any):
+    """The triangle mesh (a ``trimesh.Trimesh``, spawned prim's frame, metres) of a procedural shape spawner,
+    read from its own fields like :func:`shape_bounds`; None for anything else (USD files, unknown spawners).
+
+    Cuboids, spheres, capsules, cylinders and cones (``axis`` honoured; cones centred on their origin as in
+    USD), their mesh variants included."""
+    import trimesh
+
+    name = type(spawn_cfg).__name__
+    if "Cuboid" in name and hasattr(spawn_cfg, "size"):
+        return trimesh.creation.box(extents=tuple(float(v) for v in spawn_cfg.size))
+    if "Sphere" in name and hasattr(spawn_cfg, "radius"):
+        return trimesh.creation.icosphere(subdivisions=3, radius=float(spawn_cfg.radius))
+    if not all(hasattr(spawn_cfg, a) for a in ("radius", "height")):
+        return None
+    radius, height = float(spawn_cfg.radius), float(spawn_cfg.height)
+    if "Capsule" in name:
+        shape = trimesh.creation.capsule(height=height, radius=radius, count=[ROUND_SECTIONS, ROUND_SECTIONS])
+    elif "Cylinder" in name:
+        shape = trimesh.creation.cylinder(radius=radius, height=height, sections=ROUND_SECTIONS)
+    elif "Cone" in name:
+        shape = trimesh.creation.cone(radius=radius, height=height, sections=ROUND_SECTIONS)
+        shape.apply_translation((0.0, 0.0, -0.5 * height))
+    else:
+        return None
+    shape.apply_transform(_axis_rotation(getattr(spawn_cfg, "axis", "Z")))
+    return shape
+
+
+def collision_mesh_of_spawn_cfg(spawn_cfg: Any, owner: str, exclude_prims: tuple[str, ...] = ()):
+    """``(vertices, faces)`` of what ``spawn_cfg`` spawns (spawned prim's frame, metres): procedural shapes
+    here, USD files through the installed reader's ``collision_mesh_of``. Raises ``ValueError`` naming
+    ``owner`` when no collision mesh can be had (no reader, a reader without mesh support, no collider)."""
+    import numpy as np
+
+    shape = shape_mesh(spawn_cfg)
+    if shape is not None:
+        return np.asarray(shape.vertices, np.float64), np.asarray(shape.faces, np.int64)
+    members = getattr(spawn_cfg, "assets_cfg", None)
+    if members is not None:
+        raise ValueError(f"{owner}: a multi-asset spawner has no single collision mesh")
+    if _reader is None or not callable(getattr(_reader, "collision_mesh_of", None)):
+        raise ValueError(f"{owner}: no geometry reader with collision meshes is installed ({INSTALL_HINT})")
+    return _reader.collision_mesh_of(spawn_cfg, owner, tuple(exclude_prims))
+
+
+def prim_collision_mesh(usd_path: str, prim_path: str, owner: str):
+    """``(vertices, faces)`` of the colliders under ``prim_path`` of ``usd_path`` in the prim's own frame (as
+    ``prim_bounds_and_pose`` gives it), metres; ``ValueError`` naming ``owner`` when there are none."""
+    if _reader is None or not callable(getattr(_reader, "prim_collision_mesh", None)):
+        raise ValueError(f"{owner}: no geometry reader with collision meshes is installed ({INSTALL_HINT})")
+    return _reader.prim_collision_mesh(usd_path, prim_path, owner)
 
 
 def _axis_box(radius: float, height: float, axis: Any) -> AxisAlignedBoundingBox:

@@ -39,7 +39,6 @@ import logging
 import os
 
 import numpy as np
-import torch
 
 from isaaclab_arena.debug import view_geometry as geo
 from isaaclab_arena.debug.rerun_import import import_rerun, viewer_executable

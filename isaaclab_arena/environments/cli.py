@@ -172,10 +172,9 @@ def is_user_error(err: BaseException) -> bool:
     filled, a backend or device this install cannot run."""
     from isaaclab_arena.adapters.asset_registry import UnknownAssetError
     from isaaclab_arena.debug.rerun_import import DebugViewerUnavailableError
-    from isaaclab_arena.relations.placement_problem import MeshCollisionNotAvailableError
 
     if isinstance(err, (ValueError, KeyError, FileNotFoundError, FileExistsError, UnknownAssetError,
-                        MeshCollisionNotAvailableError, DebugViewerUnavailableError)):
+                        DebugViewerUnavailableError)):
         return True
     text = str(err)
     return isinstance(err, RuntimeError) and ("Placement pool" in text or "needs Isaac Sim" in text

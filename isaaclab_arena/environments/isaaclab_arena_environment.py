@@ -61,10 +61,13 @@ class IsaacLabArenaEnvironment:
         raise KeyError(f"environment '{self.name}' has no asset '{name}'; assets: {[a.name for a in self.assets]}")
 
     def get_placement_assets(self) -> list[PlaceableAsset]:
-        """Anchors and relation-placed assets (the assets the placer reads), and the embodiment: placed by its
-        relations, or at its fixed pose a passive obstacle (its stand) the placer keeps objects out of."""
+        """The assets the placer reads: anchors, relation-placed assets and passive obstacles (assets at a fixed
+        pose without relations, backgrounds included: the placer keeps placed objects clear of them; a
+        background counts only in MESH collision mode, from its collision mesh), and the embodiment: placed by
+        its relations, or at its fixed pose a passive obstacle (its stand)."""
         robot = [self.embodiment] if self.embodiment is not None else []
-        return [a for a in self.assets if a.is_anchor or a.has_placement_relations] + robot
+        return [a for a in self.assets if a.is_anchor or a.has_placement_relations
+                or (a.initial_pose is not None and not a.get_relations())] + robot
 
     def get_placed_assets(self) -> list[PlaceableAsset]:
         """Assets whose poses the placer writes (non-anchor, relation-placed)."""

@@ -4,7 +4,9 @@ Each panel shows the supports' footprints (anchors, dashed), every placed object
 current layout pose (rotated by its yaw, labelled), and, when the layout failed a required check (a
 best-loss fallback), a red frame and the failed checks in the title. With ``ik_reachable`` in use, each
 ``RequiresReachability`` object gets a ring: green when the robot reaches a top-down grasp at it from that
-layout's robot base pose, red when not. Env-local metres, X right, Y up.
+layout's robot base pose, red when not. Objects and obstacles whose collision meshes the placer used (MESH
+collision) are drawn as their top-down mesh silhouettes, their boxes dashed around them, and a MESH background
+as its upward-facing surfaces shaded by height (``mesh_pictures.py``). Env-local metres, X right, Y up.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 
 
 from isaaclab_arena.assets.object_set import RigidObjectSet
+from isaaclab_arena.environments import mesh_pictures
 
 
 def _yaw(q) -> float:
@@ -71,12 +74,22 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
     anchors = [a for a in assets.values() if a.is_anchor]
     rings = reachability_rings(pool, poses)  # indexed by env below
+    outlines = mesh_pictures.mesh_outlines(pool)
+    fixed = [a for a in assets.values() if a.name in outlines and a.name not in names and a.get_world_pose()]
     for e in range(rows * cols):
         ax = axes[e // cols][e % cols]
         if e >= n_env:
             ax.axis("off")
             continue
         e = envs[e]  # the env this panel shows
+        for a in fixed:  # MESH obstacles and backgrounds at their fixed poses
+            pose = a.get_world_pose()
+            v, f = outlines[a.name]
+            if type(a).__name__ == "Background":
+                mesh_pictures.draw_background(ax, v, f, pose.position_xyz, pose.rotation_xyzw)
+            else:
+                mesh_pictures.draw_silhouette(ax, v, f, pose.position_xyz, pose.rotation_xyzw, "0.25", alpha=0.6)
+                ax.text(pose.position_xyz[0], pose.position_xyz[1], a.name, fontsize=6, color="0.2", ha="center")
         for a in anchors:
             pose = a.get_world_pose()
             if pose is None:
@@ -97,7 +110,11 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
                 box = asset.get_bounding_box()
             p = poses[e, j].tolist()
             pts = _footprint(box, p[:3], _yaw(p[3:]))
-            ax.add_patch(Polygon(pts, closed=True, alpha=0.5, fc=f"C{j % 10}", ec="k"))
+            if name in outlines:  # its mesh's silhouette, its box dashed around it
+                mesh_pictures.draw_silhouette(ax, *outlines[name], p[:3], p[3:], f"C{j % 10}")
+                ax.add_patch(Polygon(pts, closed=True, fill=False, ls=":", ec="k", lw=0.6))
+            else:
+                ax.add_patch(Polygon(pts, closed=True, alpha=0.5, fc=f"C{j % 10}", ec="k"))
             ax.text(p[0], p[1], object_label(asset, name, pool.member_indices, e), fontsize=7, ha="center",
                     va="center")
         for name, (xy, ok) in rings.items():

@@ -15,6 +15,7 @@ import warp as wp
 from isaaclab_arena.assets.asset import Background
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.object_reference import ObjectReference
+from isaaclab_arena.relations.collision_geometry import compile_pair_geometry, effective_mode
 from isaaclab_arena.relations.kernels.geometry import ensure_warp, torch_stream
 from isaaclab_arena.relations.kernels.tables import (
     ObjectColumn,
@@ -29,10 +30,11 @@ from isaaclab_arena.relations.feasibility import check_feasibility
 from isaaclab_arena.relations.kinds import KIND_ID, KINDS, kind_of, priority_of
 from isaaclab_arena.relations.chain_room import ChainRooms, turns
 from isaaclab_arena.relations.kinds.kind import ROW_WIDTH, KindRole, PackContext, ParamRow, RoomRow
+from isaaclab_arena.relations.mesh import pack_mesh_tables
+from isaaclab_arena.relations.mesh.sdf import MeshTables
 from isaaclab_arena.relations.placement_problem import (
     VALIDATION_SLACK_M,
     CompiledRelation,
-    MeshCollisionNotAvailableError,
     PlacementProblem,
 )
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
@@ -57,21 +59,20 @@ def _member_boxes(asset, num_envs: int, placement_seed: int) -> list:
 
 # ---------------------------------------------------------------------------------------- checking
 def _check_collision_modes(assets, params) -> None:
-    where = None
-    if params.solver_params.collision_mode == CollisionMode.MESH:
-        where = "RelationSolverParams.collision_mode='mesh'"
+    """MESH supports yaw only: an object that asks for collision_mode='mesh' itself cannot roll or pitch."""
     for a in assets:
-        if where is None and a.collision_mode == CollisionMode.MESH and (
-                a.is_anchor or a.has_placement_relations or a.initial_pose is not None):
-            where = f"asset '{a.name}' has collision_mode='mesh'"
-    if where is not None:
-        raise MeshCollisionNotAvailableError(
-            f"{where}: MESH collision is not available yet in this version; use collision_mode='bbox' "
-            "(the default), which checks the objects' bounding boxes")
+        if a.collision_mode != CollisionMode.MESH or not a.has_placement_relations:
+            continue
+        rot, rnd = a.rotate_around_solution, a.random_around_solution
+        if (rot is not None and (abs(rot.roll_rad) > 1e-9 or abs(rot.pitch_rad) > 1e-9)) or (
+                rnd is not None and (rnd.roll_half_rad > 0.0 or rnd.pitch_half_rad > 0.0)):
+            raise PlacementConfigError(f"asset '{a.name}': roll or pitch needs collision_mode='bbox' (whose bounds "
+                                       "enclose the full rotation); collision_mode='mesh' supports yaw only")
 
 
-def _sort_scene(assets, num_envs):
-    """(movables, anchors, passive obstacles) after checking that the scene can be placed."""
+def _sort_scene(assets, num_envs, default_mode=CollisionMode.BBOX):
+    """(movables, anchors, passive obstacles) after checking that the scene can be placed. A Background is a
+    passive obstacle only in MESH mode (from its mesh); its box would cover everything."""
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
         raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
     movables = [a for a in assets if a.has_placement_relations]
@@ -86,7 +87,8 @@ def _sort_scene(assets, num_envs):
                                        "set_initial_pose(Pose(...))")
     # a fixed pose (initial_pose, or a default one such as a robot's stand on the floor) makes a passive obstacle
     obstacles = [a for a in assets if not a.is_anchor and not a.has_placement_relations
-                 and a.get_world_pose() is not None and not isinstance(a, (Background, ObjectReference))]
+                 and a.get_world_pose() is not None and not isinstance(a, ObjectReference)
+                 and (not isinstance(a, Background) or effective_mode(a, default_mode) == CollisionMode.MESH)]
     known = {a.name for a in movables + anchors + obstacles}
     for a in movables:
         for rel in a.get_relations():
@@ -144,7 +146,7 @@ class _SceneCompiler:
         self.placer_params = placer_params
         self.solver_params = placer_params.solver_params
         self.num_envs, self.placement_seed = num_envs, placement_seed
-        self.movables, self.anchors, obstacles = _sort_scene(assets, num_envs)
+        self.movables, self.anchors, obstacles = _sort_scene(assets, num_envs, self.solver_params.collision_mode)
         self.fixed = self.anchors + obstacles
         self.objects = self.movables + self.fixed
         self.index = {a.name: k for k, a in enumerate(self.objects)}
@@ -223,7 +225,9 @@ class _SceneCompiler:
         """no_overlap pairs (movable i, movable or fixed collider j), their clearance and push axes, and
         each movable object's pair list."""
         n_mov = self.n_mov
-        colliders = [n_mov + f for f, a in enumerate(self.fixed) if not isinstance(a, Background)]
+        default = self.solver_params.collision_mode
+        colliders = [n_mov + f for f, a in enumerate(self.fixed)
+                     if not isinstance(a, Background) or effective_mode(a, default) == CollisionMode.MESH]
         clearance = self.solver_params.clearance_m
         pairs, pair_f = [], []
         for i in range(n_mov):
@@ -244,7 +248,7 @@ class _SceneCompiler:
                 adj[j].append(k)
         return pairs, pair_f, adj
 
-    def object_rows(self, ints, adj):
+    def object_rows(self, ints, adj, general=frozenset()):
         """Per movable object: its ObjectColumn row, its ObjectParam row, and the flat projection and pair
         lists the rows point into."""
         order = _parents_first(self.movables)
@@ -286,6 +290,8 @@ class _SceneCompiler:
                 flags |= ObjectFlag.PENALISED
             if yaw != YawMode.FIXED or rnd is not None or tuple(base) != (0.0, 0.0, 0.0, 1.0):
                 flags |= ObjectFlag.ROTATED
+            if c in general:
+                flags |= ObjectFlag.GENERAL_PAIRS
             row = [0] * 12
             row[ObjectColumn.YAW] = int(yaw)
             row[ObjectColumn.SUPPORT] = _init_support(a, self.anchors[0], self.index)
@@ -315,6 +321,24 @@ class _SceneCompiler:
         return not (moves_parent or headings or later_parent)
 
 
+def _box_pairs_first(pairs, pair_f, geo, n_mov: int):
+    """Pairs reordered so that the axis-aligned ones come first (the kernels' fast loop), with ``geo``'s pair
+    lists renumbered, and each movable object's pair list."""
+    order = sorted(range(len(pairs)), key=lambda k: geo.modes[k][0] != 0)
+    new = {old: k for k, old in enumerate(order)}
+    geo.modes = [geo.modes[k] for k in order]
+    geo.mesh_pairs = sorted(new[k] for k in geo.mesh_pairs)
+    geo.pair_objects = [geo.pair_objects[k] for k in order]
+    geo.obb_pairs = sorted(new[k] for k in geo.obb_pairs)
+    pairs, pair_f = [pairs[k] for k in order], [pair_f[k] for k in order]
+    adj = [[] for _ in range(n_mov)]
+    for k, (i, j) in enumerate(pairs):
+        adj[i].append(k)
+        if j < n_mov:
+            adj[j].append(k)
+    return pairs, pair_f, adj
+
+
 def _device_array(values, dtype, width, device, keep):
     npd = np.int32 if dtype in (int, vec6i, vec12i, wp.vec2i) else np.float32
     values = np.asarray(values, dtype=npd)
@@ -329,8 +353,8 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
                               device: str = "cpu") -> PlacementProblem:
     """Checks the scene (restrictions, collision modes, anchors) and compiles it.
 
-    Raises ``PlacementConfigError`` (a ``ValueError``) naming the asset and relation for bad input and
-    ``MeshCollisionNotAvailableError`` for collision_mode='mesh'.
+    Raises ``PlacementConfigError`` (a ``ValueError``) naming the asset and relation for bad input (a MESH
+    Background whose mesh cannot be extracted included).
     """
     ensure_warp()
     assets = list(assets)
@@ -339,8 +363,11 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
     sc = _SceneCompiler(assets, num_envs, placement_seed, placer_params)
     local_lo, local_hi, fixed_lo, fixed_hi = sc.geometry()
     ints, floats, compiled, kind_start = sc.relation_rows()
-    pairs, pair_f, adj = sc.overlap_pairs()
-    obj_i, obj_f, proj_flat, adj_flat, rank = sc.object_rows(ints, adj)
+    pairs, pair_f, _ = sc.overlap_pairs()
+    geo = compile_pair_geometry(sc, pairs, ints, local_lo, local_hi, device)
+    pairs, pair_f, adj = _box_pairs_first(pairs, pair_f, geo, sc.n_mov)
+    general = {k for p, m in zip(pairs, geo.modes) if m[0] for k in p} | {ints[r][1] for r in geo.support_relations}
+    obj_i, obj_f, proj_flat, adj_flat, rank = sc.object_rows(ints, adj, general)
     sp = placer_params.solver_params
     with torch_stream(device):  # CUDA: the table copies are ordered with torch's stream
         keep: list = []
@@ -359,8 +386,15 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
         T.rel_f = _device_array(floats, ParamRow, ROW_WIDTH, device, keep)
         T.proj = _device_array(proj_flat, int, None, device, keep)
         T.adj = _device_array(adj_flat, int, None, device, keep)
+        T.n_box_pairs = sum(1 for m in geo.modes if m[0] == 0)
         T.pair_i = _device_array(pairs, wp.vec2i, 2, device, keep)
         T.pair_f = _device_array(pair_f, wp.vec4, 4, device, keep)
+        T.pair_m = _device_array(geo.modes, wp.vec2i, 2, device, keep)
+        T.fixed_pose = wp.array(geo.fixed_pose.astype(np.float32), dtype=wp.transform, device=device)
+        mesh = geo.mesh if geo.mesh is not None else _no_mesh(device)
+        T.mesh = wp.array([mesh.tables], dtype=MeshTables, device=device)
+        T.n_support = geo.n_support
+        keep += [T.fixed_pose, T.mesh, mesh]
         T.pair_w = float(sp.collision_strategy.slope)
         T.slack = VALIDATION_SLACK_M
         checkpoints = _device_array(list(sp.get_checkpoints()), int, None, device, keep)
@@ -373,7 +407,7 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
         pairs=pairs, local_lo=tensors[0], local_hi=tensors[1], fixed_lo=tensors[2], fixed_hi=tensors[3], tables=T,
         checkpoints=checkpoints, checks_present=present, reachability_targets=targets,
         fixed_origins=torch.tensor([list(a.get_world_pose().position_xyz) for a in sc.fixed], dtype=torch.float32,
-                                   device=device).reshape(len(sc.fixed), 3), _keep=keep)
+                                   device=device).reshape(len(sc.fixed), 3), pair_geometry=geo, _keep=keep)
     check_feasibility(problem, assets, placer_params)  # refuses what cannot fit, naming relations and metres
     return problem
 
@@ -393,6 +427,16 @@ def _reachability_targets(assets, sc: _SceneCompiler) -> tuple[str, ...]:
     return tuple(targets)
 
 
+_empty_mesh: dict = {}
+
+
+def _no_mesh(device: str):
+    """A MESH table of no geometry (the placeholder of scenes whose pairs are all boxes), shared per device."""
+    if device not in _empty_mesh:
+        _empty_mesh[device] = pack_mesh_tables([], np.full((1, 1), -1), device)
+    return _empty_mesh[device]
+
+
 def placement_signature(assets, num_envs: int, placer_params, device: str) -> tuple:
     """A key that changes when anything the compile stage reads changes (cache key of ObjectPlacer)."""
     parts = []
@@ -401,5 +445,5 @@ def placement_signature(assets, num_envs: int, placer_params, device: str) -> tu
         parts.append((a.name, id(a), pose, tuple(repr(r) for r in a.get_relations()), a.collision_mode))
     sp = placer_params.solver_params
     return (tuple(parts), num_envs, device, placer_params.random_yaw_init, placer_params.on_relation_z_tolerance_m,
-            sp.clearance_m, sp.collision_mode, tuple((k, repr(v)) for k, v in sp.strategies.items()),
+            sp.clearance_m, sp.collision_mode, sp.num_spheres, tuple((k, repr(v)) for k, v in sp.strategies.items()),
             repr(sp.collision_strategy), sp.get_checkpoints())

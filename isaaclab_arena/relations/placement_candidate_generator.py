@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from isaaclab_arena.relations.kernels.solve_init import init_kernel
+from isaaclab_arena.relations.kernels import launch
 from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch
 from isaaclab_arena.relations.placement_problem import PlacementProblem
 from isaaclab_arena.relations.relation_solver import RelationSolver
@@ -53,5 +53,5 @@ class PlacementCandidateGenerator:
     def generate(self, problem: PlacementProblem, env_ids, draw_ids) -> PlacementCandidateBatch:
         """Initial candidates (poses only) for (env_ids[k], draw_ids[k])."""
         env_ids, draw_ids = checked_ids(problem, env_ids, draw_ids)
-        return self.solver.run_kernels(problem, (init_kernel,), env_ids, draw_ids, None, None, do_post=False,
+        return self.solver.run_kernels(problem, launch.fresh(problem.tables)[:1], env_ids, draw_ids, None, None, do_post=False,
                                        write_checks=False)

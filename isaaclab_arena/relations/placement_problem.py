@@ -20,10 +20,6 @@ from isaaclab_arena.relations.relation_base import RelationBase
 VALIDATION_SLACK_M = 1.0e-6
 
 
-class MeshCollisionNotAvailableError(NotImplementedError):
-    """collision_mode='mesh' was requested; only 'bbox' is available in this version."""
-
-
 @dataclass(frozen=True)
 class CompiledRelation:
     """One relation instance of the compiled scene (row ``rid`` of the per-relation outputs)."""
@@ -91,6 +87,7 @@ class PlacementProblem:
     checks_present: frozenset[str] = frozenset()
     reachability_targets: tuple[str, ...] = ()
     fixed_origins: torch.Tensor | None = None
+    pair_geometry: object | None = None  # collision_geometry.PairGeometry: pair modes, MESH tables, outlines
     _keep: list = field(default_factory=list, repr=False)
 
     @property
@@ -116,6 +113,13 @@ class PlacementProblem:
     def slack(self) -> float:
         """Metres a check tolerates beyond its limit."""
         return VALIDATION_SLACK_M
+
+    def pair_mode(self, k: int) -> str:
+        """How pair k is measured: 'aabb', 'obb' (boxes turned about Z) or 'mesh'."""
+        g = self.pair_geometry
+        if g is None or not g.modes[k][0]:
+            return "aabb"
+        return "mesh" if k in g.mesh_pairs else "obb"
 
     def pair_names(self, k: int) -> tuple[str, str]:
         i, j = self.pairs[k]

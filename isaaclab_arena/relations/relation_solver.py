@@ -144,7 +144,7 @@ class _FreshWorkspace:
                       self.out.outputs(dev, v, r0, r1, pending, self.hist)]
             self._keep.append((st, inputs))
             self.parts.append(([wp.launch(k, dim=r1 - r0, device=dev, record_cmd=True, inputs=inputs)
-                                for k in launch.FRESH], pending, pending.numpy() if dev == "cpu" else None))
+                                for k in launch.fresh(problem.tables)], pending, pending.numpy() if dev == "cpu" else None))
         self.workers = solver.workers(len(self.parts) - 1)
 
     def _run(self, part, times: list | None) -> None:
@@ -280,6 +280,9 @@ class RelationSolver:
             hist = ws.history()
         batch = batch_from_outputs(problem, env_ids, draw_ids, v, hist)
         self.last_position_history = hist
+        geo = problem.pair_geometry
+        if geo is not None and geo.mesh is not None and (problem.device == "cpu" or reporting):
+            geo.report_unreliable()  # [MeshSDF]; a host read, so on CUDA only when reporting anyway
         if reporting:
             self.report(problem, batch.iterations, batch.loss, ws.max_iters, t0, times)
         return batch

@@ -46,8 +46,9 @@ class RelationSolverParams:
         save_position_history: Keep position snapshots every 10 iterations:
             ``PlacementCandidateBatch.position_history`` / ``RelationSolver.last_position_history``,
             (B, max_iters // 10 + 1, n, 3), NaN after a candidate stopped. Off: no buffer, no writes.
-        collision_mode: Default no-overlap geometry (``bbox`` or ``mesh``; ``mesh`` is not available yet).
-        num_spheres: Spheres per object in MESH mode.
+        collision_mode: Default no-overlap geometry of every asset that does not set its own: ``bbox`` (boxes,
+            turned about Z with the object) or ``mesh`` (sphere covers against collision meshes; yaw only).
+        num_spheres: Most spheres covering a MESH object's collision mesh (seeded, deterministic).
         clearance_m: Pairwise clearance between non-anchor objects (>= 0).
         strategies: Relation class -> loss strategy; an unregistered relation type raises ``ValueError``.
         collision_strategy: Slope of the pairwise no-overlap penalty.

@@ -159,6 +159,8 @@ SCENES = {
     "chain4": next_to_chain_scene,
     "row5": aligned_row_scene,
 }
-#: Placer settings a scene is benchmarked with beyond the defaults (chain4_yaw: the chain with random yaw).
-SCENE_PLACER_PARAMS = {"chain4_yaw": {"random_yaw_init": True}}
+#: Placer settings a scene is benchmarked with beyond the defaults (chain4_yaw, crowded14_yaw: random yaw, so
+#: that their boxes are checked turned: oriented boxes, separating axes).
+SCENE_PLACER_PARAMS = {"chain4_yaw": {"random_yaw_init": True}, "crowded14_yaw": {"random_yaw_init": True}}
 SCENES["chain4_yaw"] = next_to_chain_scene
+SCENES["crowded14_yaw"] = lambda: crowded_scene(14)

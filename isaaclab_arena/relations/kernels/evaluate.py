@@ -6,6 +6,7 @@ from __future__ import annotations
 import warp as wp
 
 from isaaclab_arena.relations.kernels.geometry import BIG, overlap_depth
+from isaaclab_arena.relations.kernels.pair_terms import pair_term, support_term
 from isaaclab_arena.relations.kernels.tables import (
     PF_CLEARANCE,
     RI_AXIS,
@@ -27,7 +28,13 @@ from isaaclab_arena.relations.kinds.dispatch import (
     check_slot,
     relation_violation,
 )
+from isaaclab_arena.relations.kinds import KIND_ID, SLOT_OF_KIND
 from isaaclab_arena.relations.kinds.kind import WEIGHT
+from isaaclab_arena.relations.kinds.on import On, OnCause
+
+SLOT_ON = wp.constant(SLOT_OF_KIND[KIND_ID[On]])
+ON_UNSUPPORTED = wp.constant(int(OnCause.UNSUPPORTED))
+ALL_AXES = wp.constant(wp.vec3(1.0, 1.0, 1.0))
 
 
 @wp.func
@@ -48,7 +55,7 @@ def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write:
     wk = int(-1)
     worst_c = float(-BIG)
     wkc = int(-1)
-    for k in range(T.n_pairs):
+    for k in range(T.n_box_pairs):  # axis-aligned boxes
         ij = T.pair_i[k]
         lo_i, hi_i = obj_bounds(T, S, b, e, ij[0])
         lo_j, hi_j = obj_bounds(T, S, b, e, ij[1])
@@ -61,6 +68,17 @@ def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write:
             loss += T.pair_w * dc
         if ij[1] < T.n_mov and dc > worst_c:  # clearance: pairs of two relation-placed objects
             worst_c = dc
+            wkc = k
+    for k in range(T.n_box_pairs, T.n_pairs):  # boxes turned about Z, or MESH: depth grows with the clearance
+        pc = T.pair_f[k][PF_CLEARANCE]
+        dg, dirn = pair_term(T, S, b, e, k, pc, BIG, ALL_AXES)
+        if dg - pc > worst:
+            worst = dg - pc
+            wk = k
+        if dg > 0.0:
+            loss += T.pair_w * dg
+        if T.pair_i[k][1] < T.n_mov and dg > worst_c:
+            worst_c = dg
             wkc = k
     fails = int(0)  # bit s set: check slot s failed
     if not passes(worst, slack):
@@ -85,6 +103,17 @@ def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write:
         if write != 0:
             O.rel_excess[b, ri[RI_ROW]] = ex
             O.rel_cause[b, ri[RI_ROW]] = cause
+    # MESH support terms: part of their On relation's check
+    for s in range(T.n_support):
+        ex, grow, sc, sm, sr = support_term(T, S, b, e, s)
+        loss += T.rel_f[sr][WEIGHT] * wp.max(ex, 0.0)
+        if not passes(ex, slack):
+            fails = fails | (1 << SLOT_ON)
+            if write != 0:
+                rid = T.rel_i[sr][RI_ROW]
+                if O.rel_cause[b, rid] == 0:
+                    O.rel_cause[b, rid] = ON_UNSUPPORTED
+                O.rel_excess[b, rid] = wp.max(O.rel_excess[b, rid], ex)
     if write != 0:
         O.ov_pair[b] = wk
         O.ov_depth[b] = worst

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warp as wp
 
 from isaaclab_arena.relations.kernels.geometry import BIG, box_overlaps, unit, vmin3
+from isaaclab_arena.relations.kernels.pair_terms import allowed_axes, pair_term, push_pair, support_term
 from isaaclab_arena.relations.kernels.projection import carrier, parent_residual
 from isaaclab_arena.relations.kernels.tables import (
     PF_AXES,
@@ -75,7 +76,7 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
     instead of the solver's."""
     vmax = float(-BIG)
     loss = float(0.0)
-    for k in range(T.n_pairs):
+    for k in range(T.n_box_pairs):  # axis-aligned boxes
         ij = T.pair_i[k]
         i = ij[0]
         j = ij[1]
@@ -90,6 +91,16 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
         loss += T.pair_w * wp.max(d, 0.0)
         if accumulate != 0 and d + margin > 0.0:
             pair_push(T, S, b, k, i, j, o, lo_i, hi_i, lo_j, hi_j)
+    for k in range(T.n_box_pairs, T.n_pairs):  # boxes turned about Z, or MESH
+        ij = T.pair_i[k]
+        c = T.pair_f[k][PF_CLEARANCE]
+        if check_level != 0 and ij[1] >= T.n_mov:
+            c = 0.0
+        dg, dirn = pair_term(T, S, b, e, k, c, BIG, allowed_axes(T, k))
+        vmax = wp.max(vmax, dg)
+        loss += T.pair_w * wp.max(dg, 0.0)
+        if accumulate != 0 and dg + margin > 0.0:
+            push_pair(T, S, b, ij[0], ij[1], dirn)
     for r in range(T.kind_start[INTERVAL_END], T.kind_start[PENALTY_END]):
         ri = T.rel_i[r]
         f = T.rel_f[r]
@@ -124,6 +135,16 @@ def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: in
             if accumulate != 0 and res > 0.0:
                 S.g[b, pi] = S.g[b, pi] - wp.vec3(w * wp.sign(shift[0]), w * wp.sign(shift[1]),
                                                   w * wp.sign(shift[2]))
+    # MESH support terms: an On footprint over its fixed support's mesh (the solver aims ``sm`` inside)
+    for s in range(T.n_support):
+        ex, grow, sc, sm, sr = support_term(T, S, b, e, s)
+        if check_level == 0:
+            ex = ex + sm
+        w = T.rel_f[sr][WEIGHT]
+        vmax = wp.max(vmax, ex)
+        loss += w * wp.max(ex, 0.0)
+        if accumulate != 0 and ex + margin > 0.0:
+            S.g[b, sc] = S.g[b, sc] + w * grow
     return vmax, loss
 
 

@@ -5,18 +5,24 @@ from __future__ import annotations
 import warp as wp
 
 from isaaclab_arena.relations.kernels.geometry import (
+    BIG,
     box_overlaps,
     candidate_rng,
     vmin3,
 )
+from isaaclab_arena.relations.kernels.pair_terms import pair_term, support_term
 from isaaclab_arena.relations.kernels.penalties import worst_penalty_subject
+from isaaclab_arena.relations.kernels.projection import draw_pose
 from isaaclab_arena.relations.kernels.tables import (
     OI_ADJ0,
     OI_ADJ1,
+    FLAG_GENERAL_PAIRS,
     OI_CLUTTER,
+    OI_FLAGS,
     OI_PROJ0,
     OI_PROJ1,
     OI_RANK,
+    OI_SUPPORT,
     PF_CLEARANCE,
     RI_AXIS,
     RI_CHILD,
@@ -29,6 +35,10 @@ from isaaclab_arena.relations.kernels.tables import (
 )
 from isaaclab_arena.relations.kinds import clutter_on
 from isaaclab_arena.relations.kinds.dispatch import INTERVAL_END, PENALTY_END, relation_penalty
+
+ANY_AXIS = wp.constant(wp.vec3(1.0, 1.0, 1.0))
+#: Draws a restart of an OBB / MESH object tries (the least penetrating is kept).
+KICK_TRIES = wp.constant(8)
 
 
 @wp.func
@@ -53,15 +63,35 @@ def placed_neighbour(T: SceneTables, i: int, q: int, rank_i: int):
 
 @wp.func
 def placed_penetration(T: SceneTables, S: CandidateState, b: int, e: int, i: int, rank_i: int) -> float:
-    """Sum of clearance-grown penetrations (m) of object i with fixed objects and earlier-placed movables."""
+    """Sum of clearance-grown penetrations (m) of object i with fixed objects and earlier-placed movables
+    (axis-aligned pairs; ``placed_general`` adds the others)."""
     total = float(0.0)
     lo_i, hi_i = obj_bounds(T, S, b, e, i)
     oi = T.obj_i[i]
     for q in range(oi[OI_ADJ0], oi[OI_ADJ1]):
         k, j, placed = placed_neighbour(T, i, q, rank_i)
-        if placed:
+        if placed and k < T.n_box_pairs:
             lo_j, hi_j = obj_bounds(T, S, b, e, j)
             total += wp.max(vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][PF_CLEARANCE])), 0.0)
+    return total
+
+
+@wp.func
+def placed_general(T: SceneTables, S: CandidateState, b: int, e: int, i: int, rank_i: int) -> float:
+    """What ``placed_penetration`` leaves out for object i (flag GENERAL_PAIRS): its OBB / MESH pairs with
+    placed objects (a MESH pair stops at its first penetrating sphere: a score, not a measure) and how far
+    its footprint lies off the meshes of its fixed supports (MESH support terms), metres."""
+    total = float(0.0)
+    oi = T.obj_i[i]
+    for q in range(oi[OI_ADJ0], oi[OI_ADJ1]):
+        k, j, placed = placed_neighbour(T, i, q, rank_i)
+        if placed and k >= T.n_box_pairs:
+            d, dirn = pair_term(T, S, b, e, k, T.pair_f[k][PF_CLEARANCE], 0.0, ANY_AXIS)
+            total += wp.max(d, 0.0)
+    for s in range(T.n_support):
+        if T.mesh[0].sup_i[s][0] == i:
+            ex, grow, sc, sm, sr = support_term(T, S, b, e, s)
+            total += wp.max(ex + sm, 0.0)
     return total
 
 
@@ -116,17 +146,23 @@ def clutter_miss(T: SceneTables, S: CandidateState, b: int, e: int, r: int) -> f
 def kick(T: SceneTables, S: CandidateState, b: int, e: int, seed: int, draw: int):
     """Restart of a stuck candidate (called at a late checkpoint whose checks still fail): picks one movable
     object of the most overlapping no_overlap pair (at the check's zero clearance; else the subject of the
-    first PENALTY relation the check rejects), or the movable parent that carries it (a NextTo subject moves
-    with its parent). Returns (that object, or -1 when nothing is to move or it is a ClutterOn release; the
-    restart's random state): the caller re-draws it as in initial sampling (``project`` with ``redraw``),
-    then re-projects and repairs everything."""
+    first PENALTY relation the check rejects, else of the first MESH support term that fails), or the movable
+    parent that carries it (a NextTo subject moves with its parent). Returns (that object, or -1 when nothing
+    is to move or it is a ClutterOn release; the restart's random state; whether the caller still draws it):
+    the caller re-draws it as in initial sampling (``project`` with ``redraw``), then re-projects and repairs
+    everything. An OBB / MESH object (flag GENERAL_PAIRS) is drawn here instead: of KICK_TRIES draws over
+    its last projection interval, the one that penetrates the others (and leaves its support's mesh) least."""
     best = float(0.0)
     kb = int(-1)
     for k in range(T.n_pairs):
-        ij = T.pair_i[k]
-        lo_i, hi_i = obj_bounds(T, S, b, e, ij[0])
-        lo_j, hi_j = obj_bounds(T, S, b, e, ij[1])
-        d = vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, 0.0))
+        d = float(0.0)
+        if k < T.n_box_pairs:
+            ij = T.pair_i[k]
+            lo_i, hi_i = obj_bounds(T, S, b, e, ij[0])
+            lo_j, hi_j = obj_bounds(T, S, b, e, ij[1])
+            d = vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, 0.0))
+        else:
+            d, dirn = pair_term(T, S, b, e, k, 0.0, BIG, ANY_AXIS)
         if d > best:
             best = d
             kb = k
@@ -139,6 +175,12 @@ def kick(T: SceneTables, S: CandidateState, b: int, e: int, seed: int, draw: int
             o = ij[1]
     else:
         o = worst_penalty_subject(T, S, b, e)
+        for s in range(T.n_support):  # else a footprint off its support's mesh (e.g. over a sink cut-out)
+            if o < 0:
+                ex, grow, sc, sm, sr = support_term(T, S, b, e, s)
+                if ex > T.slack:
+                    o = sc
+    redraw = int(1)
     if o >= 0:
         for depth in range(4):  # climb to the root of a chain of movable parents
             oi = T.obj_i[o]
@@ -151,4 +193,24 @@ def kick(T: SceneTables, S: CandidateState, b: int, e: int, seed: int, draw: int
                 o = up
         if T.obj_i[o][OI_CLUTTER] >= 0:
             o = -1
-    return o, st
+    if o >= 0 and (T.obj_i[o][OI_FLAGS] & FLAG_GENERAL_PAIRS) != 0:
+        # one scoring call site (a while loop), so that it inlines
+        slo, shi = obj_bounds(T, S, b, e, T.obj_i[o][OI_SUPPORT])
+        lo = S.ilo[b, o]
+        hi = S.ihi[b, o]
+        keep = S.x[b, o]
+        best = float(BIG)
+        t = int(0)
+        while t < KICK_TRIES:
+            p, st = draw_pose(st, lo, hi, slo, shi, S.olo[b, o], S.ohi[b, o])
+            S.x[b, o] = p
+            score = placed_penetration(T, S, b, e, o, T.n_mov) + placed_general(T, S, b, e, o, T.n_mov)
+            if score < best:
+                best = score
+                keep = p
+            t += 1
+            if best <= 0.0:
+                t = KICK_TRIES
+        S.x[b, o] = keep
+        redraw = 0
+    return o, st, redraw

@@ -21,6 +21,7 @@ from isaaclab_arena.relations.kernels.tables import (
 from isaaclab_arena.relations.kinds.dispatch import FACE_TO, track_kind_sources
 
 KICK_FROM_ITER = wp.constant(100)  # first checkpoint (iterations) where a stuck candidate is restarted
+KICK_FROM_ITER_GENERAL = wp.constant(25)  # the same in scenes with OBB / MESH pairs or MESH support terms
 
 
 @wp.kernel(enable_backward=False)
@@ -64,7 +65,11 @@ def iterate_kernel(
     b2t = float(1.0)
     kicked = int(0)
     kicked_obj = int(-1)
+    kick_draw = int(0)
     st_kick = wp.uint32(0)
+    kick_from = KICK_FROM_ITER
+    if T.n_box_pairs < T.n_pairs or T.n_support > 0:
+        kick_from = KICK_FROM_ITER_GENERAL
     while True:
         if has_face:
             # FaceTo is re-evaluated during optimisation: the penalties, the exit tests and the projections
@@ -80,8 +85,8 @@ def iterate_kernel(
                 target = i
                 pstep = int(0)
                 while pstep >= 0:
-                    st_kick = project(T, S, b, e, target, 0, int(kicked != 0 and pstep == 0 and i == kicked_obj),
-                                      st_kick)
+                    redraw = int(kicked != 0 and pstep == 0 and i == kicked_obj and kick_draw != 0)
+                    st_kick = project(T, S, b, e, target, 0, redraw, st_kick)
                     nxt = int(-1)
                     if pstep == 0 and repair:
                         target = repair_shift(T, S, b, e, i)
@@ -116,8 +121,9 @@ def iterate_kernel(
                 break
             # a candidate still failing at a late checkpoint is in a local minimum (e.g. a NextTo pair
             # straddling a third object): restart the worst pair's object from a fresh draw
-            if at_cp and it >= KICK_FROM_ITER:
-                kicked_obj, st_kick = kick(T, S, b, e, P.seed ^ (0x68E31DA4 + 7919 * cp), int(draw_ids[b]))
+            if at_cp and it >= kick_from:
+                kicked_obj, st_kick, kick_draw = kick(T, S, b, e, P.seed ^ (0x68E31DA4 + 7919 * cp),
+                                                      int(draw_ids[b]))
                 if kicked_obj >= 0:
                     kicked = 1
                     b1t = float(1.0)

@@ -19,6 +19,7 @@ from enum import IntEnum, IntFlag
 import warp as wp
 
 from isaaclab_arena.relations.kinds.kind import ROW_WIDTH, ParamRow, RoomRow
+from isaaclab_arena.relations.mesh.sdf import MeshTables
 
 
 class RelationColumn(IntEnum):
@@ -58,6 +59,7 @@ class ObjectFlag(IntFlag):
     MOVABLE_PARENT = 1  # a projected relation of the object refers to a movable parent
     PENALISED = 2  # the object is the subject of a PENALTY relation
     ROTATED = 4  # base rotation, yaw draws or RandomAroundSolution: bounds need rotating
+    GENERAL_PAIRS = 8  # an OBB / MESH pair or a MESH support term (the initial draw scores them too)
 
 
 class ObjectParam(IntEnum):
@@ -105,10 +107,35 @@ YAW_FACE_TO = wp.constant(int(YawMode.FACE_TO))
 FLAG_MOVABLE_PARENT = wp.constant(int(ObjectFlag.MOVABLE_PARENT))
 FLAG_PENALISED = wp.constant(int(ObjectFlag.PENALISED))
 FLAG_ROTATED = wp.constant(int(ObjectFlag.ROTATED))
+FLAG_GENERAL_PAIRS = wp.constant(int(ObjectFlag.GENERAL_PAIRS))
 
 # pair_f columns: the pair's clearance (m), then whether a push may move the pair apart along x, y, z
 PF_CLEARANCE = wp.constant(0)
 PF_AXES = wp.constant(1)
+
+
+class PairColumn(IntEnum):
+    """Columns of ``pair_m`` (one row per no_overlap pair; the pair's objects are in ``pair_i``)."""
+
+    MODE = 0  # PairMode bits; 0: axis-aligned boxes (the fast path: pairs [0, n_box_pairs))
+    TARGET = 1  # MESH: geometry row of j's mesh for this pair (a background less i's support prims), -1: j's own
+
+
+class PairMode(IntFlag):
+    """How a pair's penetration is measured (``pair_m[k][MODE]``); 0 is the axis-aligned boxes."""
+
+    OBB = 1  # boxes rotated about Z (separating-axis test); an object's roll/pitch keeps the AABB
+    MESH_IJ = 2  # i's spheres against j's mesh
+    MESH_JI = 4  # j's spheres against i's mesh
+    INSIDE = 8  # MESH: the other object's anchor point against the sphere side's mesh (one wholly inside the other)
+
+
+PI_MODE = wp.constant(int(PairColumn.MODE))
+PI_TARGET = wp.constant(int(PairColumn.TARGET))
+PM_OBB = wp.constant(int(PairMode.OBB))
+PM_MESH_IJ = wp.constant(int(PairMode.MESH_IJ))
+PM_MESH_JI = wp.constant(int(PairMode.MESH_JI))
+PM_INSIDE = wp.constant(int(PairMode.INSIDE))
 
 vec6i = wp.types.vector(length=RI_COLS, dtype=wp.int32)
 vec12i = wp.types.vector(length=OI_COLS, dtype=wp.int32)
@@ -120,6 +147,7 @@ class SceneTables:
     n_mov: int
     n_all: int
     n_pairs: int
+    n_box_pairs: int  # pairs [0, n_box_pairs) are axis-aligned boxes, the rest OBB / MESH (``pair_m``)
     init_exact: int  # 1: an initial candidate free of penalties needs no solver iteration (see solve_init)
     kind_start: wp.array(dtype=int)  # len(KINDS) + 1 row offsets into rel_i / rel_f
     local_lo: wp.array2d(dtype=wp.vec3)  # (E, n_all) local bounds per env
@@ -135,6 +163,10 @@ class SceneTables:
     adj: wp.array(dtype=int)  # pair indices per object
     pair_i: wp.array(dtype=wp.vec2i)  # (P,) object indices (i movable)
     pair_f: wp.array(dtype=wp.vec4)  # (P,) PF_CLEARANCE, then may-push x, y, z
+    pair_m: wp.array(dtype=wp.vec2i)  # (P,) PairColumn: mode, MESH target row
+    fixed_pose: wp.array(dtype=wp.transform)  # (n_fixed,) env-local pose of each fixed object (OBB, MESH)
+    n_support: int  # MESH support terms (On footprints over a support's mesh), rows of mesh[0].sup_i
+    mesh: wp.array(dtype=MeshTables)  # (1,) MESH geometry (sphere covers, target meshes); placeholder in BBOX
     pair_w: float  # NoCollisionLossStrategy slope
     slack: float  # metres a check tolerates beyond its limit (float32 rounding room)
 

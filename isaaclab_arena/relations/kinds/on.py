@@ -55,6 +55,7 @@ class OnCause(CauseCode):
     FOOTPRINT = 1, "footprint outside the support (edge_margin_m inset)"
     BELOW = 2, "below the support top"
     ABOVE = 3, "above the support top (more than clearance_m + on_relation_z_tolerance_m)"
+    UNSUPPORTED = 4, "footprint over a gap in the support's collision mesh (MESH support term)"
 
 
 COLUMNS = ParamColumns("clearance_m", "edge_margin_m", "z_tolerance_m")

@@ -26,6 +26,16 @@ class MeshGeometry:
     name: str
     cover: SphereCover | None
     target: TargetMesh | None
+    foot: np.ndarray | None = None  # (K, 3) footprint outline points (root frame) for support terms
+    anchor: np.ndarray | None = None  # (3,) a point of the surface (root frame): containment tests
+
+    def bulge(self) -> float:
+        """How far (m) the sphere cover reaches outside the target mesh at most: max over spheres of radius +
+        signed distance of the centre (0 without both)."""
+        if self.cover is None or self.target is None:
+            return 0.0
+        sd = self.target.exact_signed_distance(self.cover.centers)
+        return float(max(0.0, np.max(self.cover.radii + sd)))
 
     @classmethod
     def build(cls, name: str, vertices, faces, num_spheres: int = DEFAULT_NUM_SPHERES, seed: int = 0,
@@ -51,13 +61,16 @@ class MeshTablesHandle:
     device: str
 
 
-def pack_mesh_tables(geometries: list[MeshGeometry | None], geom_index, device: str = "cpu") -> MeshTablesHandle:
+def pack_mesh_tables(geometries: list[MeshGeometry | None], geom_index, device: str = "cpu",
+                     support_rows=(), support_f=()) -> MeshTablesHandle:
     """Packs geometries (row g = ``geometries[g]``; None = no mesh, no spheres) into ``MeshTables``.
 
     Args:
         geometries: One entry per geometry row.
         geom_index: (E, n_objects) int array: geometry row of object k in env e, -1 for none.
         device: Warp device of the tables (``cpu`` or ``cuda:0``).
+        support_rows: (subject, fixed parent, relation row, 0) per support term (``sup_i``).
+        support_f: (probe depth m, solver margin m) per support term (``sup_f``).
     """
     g_count = len(geometries)
     mesh_id = np.zeros(g_count, dtype=np.uint64)
@@ -70,10 +83,19 @@ def pack_mesh_tables(geometries: list[MeshGeometry | None], geom_index, device: 
     grid_h = np.ones(g_count, dtype=np.float32)
     grid_n = np.zeros((g_count, 3), dtype=np.int32)
     grid_start = np.zeros(g_count, dtype=np.int32)
-    spheres, cells, keep = [], [], []
+    spheres, cells, keep, feet = [], [], [], []
+    anchors = np.zeros((max(g_count, 1), 3), dtype=np.float32)
+    foot_start = np.zeros(g_count + 1, dtype=np.int32)
     n_cells = 0
     for g, geo in enumerate(geometries):
         n = 0
+        nf = 0
+        if geo is not None and geo.foot is not None and len(geo.foot):
+            feet.append(np.asarray(geo.foot, dtype=np.float32))
+            nf = len(geo.foot)
+        foot_start[g + 1] = foot_start[g] + nf
+        if geo is not None and geo.anchor is not None:
+            anchors[g] = geo.anchor
         if geo is not None and geo.target is not None:
             mesh = geo.target.warp_mesh(device)
             keep.append(mesh)
@@ -108,6 +130,14 @@ def pack_mesh_tables(geometries: list[MeshGeometry | None], geom_index, device: 
     t.sph_start = wp.array(start, dtype=int, device=device)
     t.bound = wp.array(bound, dtype=wp.vec4, device=device)
     t.geom = wp.array(gi, dtype=int, device=device)
+    t.anchor = wp.array(anchors, dtype=wp.vec3, device=device)
+    t.foot = wp.array(np.concatenate(feet) if feet else np.zeros((1, 3), np.float32), dtype=wp.vec3, device=device)
+    t.foot_start = wp.array(foot_start, dtype=int, device=device)
+    rows = np.asarray(support_rows, dtype=np.int32).reshape(-1, 4)
+    t.sup_i = wp.array(rows if len(rows) else np.zeros((1, 4), np.int32), dtype=wp.vec4i, device=device)
+    sf = np.asarray(support_f, dtype=np.float32).reshape(-1, 2)
+    t.sup_f = wp.array(sf if len(sf) else np.zeros((1, 2), np.float32), dtype=wp.vec2, device=device)
+    t.bad = wp.zeros(1, dtype=int, device=device)
     keep += [t.mesh_id, t.reach, t.mesh_lo, t.mesh_hi, t.grid_lo, t.grid_h, t.grid_n, t.grid_start, t.grid, t.sph,
-             t.sph_start, t.bound, t.geom]
+             t.sph_start, t.bound, t.geom, t.anchor, t.foot, t.foot_start, t.sup_i, t.sup_f, t.bad]
     return MeshTablesHandle(t, keep, device)

@@ -34,6 +34,12 @@ class MeshTables:
     sph_start: wp.array(dtype=int)  # (G + 1,) sphere rows of each geometry
     bound: wp.array(dtype=wp.vec4)  # (G,) local centre and radius of a sphere around all its spheres
     geom: wp.array2d(dtype=int)  # (E, n_objects) geometry row of object k in env e, -1 none
+    anchor: wp.array(dtype=wp.vec3)  # (G,) a point of each geometry's surface (local): containment tests
+    foot: wp.array(dtype=wp.vec3)  # footprint outline points (local) of the geometries, packed
+    foot_start: wp.array(dtype=int)  # (G + 1,) foot rows of each geometry
+    sup_i: wp.array(dtype=wp.vec4i)  # support terms: subject, fixed parent, relation row (rel_i), 0
+    sup_f: wp.array(dtype=wp.vec2)  # per support term: probe depth below the support top, solver margin (m)
+    bad: wp.array(dtype=int)  # (1,) count of unreliable queries in solver kernels ([MeshSDF])
 
 
 @wp.func
@@ -129,6 +135,17 @@ def has_mesh_pair(M: MeshTables, gs: int, gt: int) -> int:
     if M.sph_start[gs + 1] <= M.sph_start[gs]:
         return 0
     return 1
+
+
+@wp.func
+def point_inside(M: MeshTables, gp: int, pp: wp.vec3, qp: wp.quat, gt: int, pt: wp.vec3, qt: wp.quat):
+    """How deep (m, > 0 inside) the anchor point of geometry ``gp`` posed at (pp, qp) lies inside target ``gt``
+    posed at (pt, qt), and the world direction in which it gets out (0 when outside). An anchor is a point of
+    its object's surface, so a positive depth means the two objects intersect; with the sphere test of the
+    other direction this catches an object wholly inside the other. Returns (depth, out, ok)."""
+    w = pp + wp.quat_rotate(qp, M.anchor[gp])
+    sd, grad, ok = mesh_sdf(M, gt, wp.quat_rotate_inv(qt, w - pt), NEAR_BAND)
+    return -sd, wp.quat_rotate(qt, grad), ok
 
 
 @wp.func

@@ -7,7 +7,8 @@ Tightness comes from where each centre sits: among a few candidates (the patch's
 points pushed inward along the patch normal) the one whose sphere reaches least far outside the mesh wins.
 
 Deterministic: the same mesh, ``num_spheres`` and ``seed`` give the same spheres (numpy's seeded generator,
-a fixed number of Lloyd iterations, no threads).
+a fixed number of Lloyd iterations, no threads). A fit takes seconds, so covers are cached by content: in
+memory, and on disk (``disk_cache.py``), keyed by this module's source too.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import trimesh
 
+from isaaclab_arena.relations.mesh import disk_cache
 from isaaclab_arena.relations.mesh.target_mesh import TargetMesh
 
 DEFAULT_NUM_SPHERES = 30
@@ -180,13 +182,25 @@ def fit_sphere_cover(vertices, faces, num_spheres: int = DEFAULT_NUM_SPHERES, se
     f = np.ascontiguousarray(faces, dtype=np.int64)
     if v.ndim != 2 or v.shape[1] != 3 or f.ndim != 2 or f.shape[1] != 3 or len(f) == 0:
         raise ValueError(f"fit_sphere_cover needs (V, 3) vertices and (F, 3) faces, got {v.shape} and {f.shape}")
-    key = hashlib.sha1(v.tobytes() + f.tobytes()).hexdigest()
+    key = hashlib.sha1(v.tobytes() + f.tobytes() + f"{int(num_spheres)}:{int(seed)}:{_SOURCE}".encode()).hexdigest()
     centers, radii = _fit_cached(key, v.tobytes(), f.tobytes(), int(num_spheres), int(seed))
     return SphereCover(centers.copy(), radii.copy(), int(seed))
 
 
+_SOURCE = disk_cache.source_digest(__file__)
+
+
 @functools.lru_cache(maxsize=64)
 def _fit_cached(key: str, vbytes: bytes, fbytes: bytes, num_spheres: int, seed: int):
+    hit = disk_cache.load("cover_" + key)
+    if hit is not None and "centers" in hit and "radii" in hit:
+        return hit["centers"], hit["radii"]
+    centers, radii = _fit(vbytes, fbytes, num_spheres, seed)
+    disk_cache.store("cover_" + key, centers=centers, radii=radii)
+    return centers, radii
+
+
+def _fit(vbytes: bytes, fbytes: bytes, num_spheres: int, seed: int):
     mesh = trimesh.Trimesh(np.frombuffer(vbytes, dtype=np.float64).reshape(-1, 3),
                            np.frombuffer(fbytes, dtype=np.int64).reshape(-1, 3), process=True)
     target = TargetMesh("subject", np.asarray(mesh.vertices), np.asarray(mesh.faces), True, False, True)

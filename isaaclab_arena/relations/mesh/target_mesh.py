@@ -8,16 +8,24 @@ A surface that is not closed has no inside, so by default its convex hull stands
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 import trimesh
 import warp as wp
 
+from isaaclab_arena.relations.mesh import disk_cache
 from isaaclab_arena.relations.mesh.logs import MESH_SDF, log_once
 
-#: The distance grid has this many cells along the mesh's longest side (plus one cell of margin all round).
+#: The distance grid has this many cells along the mesh's longest side (plus one cell of margin all round),
+#: or cells of MAX_CELL_M when those are larger (big meshes: a kitchen), as long as the grid stays under
+#: MAX_GRID_CELLS cells.
 GRID_CELLS = 32
+_SOURCE = disk_cache.source_digest(__file__)
+MAX_CELL_M = 0.02
+MAX_GRID_CELLS = 400_000
 
 
 @wp.kernel
@@ -77,9 +85,17 @@ class TargetMesh:
         every point in it; queries use that to skip the mesh where the answer is already known. Computed
         once on the CPU with winding-number queries."""
         grid = self._warp.get("grid")
+        key = "grid_" + hashlib.sha1(self.vertices.tobytes() + self.faces.tobytes()
+                                     + f"{GRID_CELLS}:{MAX_CELL_M}:{MAX_GRID_CELLS}:{_SOURCE}".encode()).hexdigest()
+        if grid is None:
+            hit = disk_cache.load(key)
+            if hit is not None and {"lo", "h", "n", "cells"} <= set(hit):
+                grid = self._warp["grid"] = (hit["lo"], float(hit["h"]), hit["n"], hit["cells"])
         if grid is None:
             extent = self.hi - self.lo
-            h = float(extent.max()) / GRID_CELLS
+            h = min(float(extent.max()) / GRID_CELLS, MAX_CELL_M)
+            while np.prod(np.ceil((extent + 2.0 * h) / h)) > MAX_GRID_CELLS:
+                h *= 1.25
             lo = self.lo - h
             n = np.ceil((extent + 2.0 * h) / h).astype(np.int64)
             cells = wp.zeros(int(np.prod(n)), dtype=float, device="cpu")
@@ -87,6 +103,7 @@ class TargetMesh:
                       inputs=[self.warp_mesh("cpu").id, self.reach, wp.vec3(*lo), h, int(n[0]), int(n[1])],
                       outputs=[cells])
             grid = self._warp["grid"] = (lo, h, n, cells.numpy())
+            disk_cache.store(key, lo=lo, h=np.float64(h), n=n, cells=grid[3])
         return grid
 
     def exact_signed_distance(self, points) -> np.ndarray:
@@ -135,6 +152,11 @@ def is_closed(faces) -> bool:
     return bool(np.all(np.bincount(inv, weights=sign, minlength=len(uniq)) == 0))
 
 
+_prepared: "OrderedDict[tuple, TargetMesh]" = OrderedDict()
+#: Prepared targets kept per process (by content), so a scene compiled again reuses their warp meshes and grids.
+PREPARED_CACHE = 32
+
+
 def prepare_target(name: str, vertices, faces, allow_open_mesh: bool = False) -> TargetMesh:
     """Checks a collision mesh and returns the :class:`TargetMesh` to query.
 
@@ -143,11 +165,24 @@ def prepare_target(name: str, vertices, faces, allow_open_mesh: bool = False) ->
     signs are unreliable); both cases log ``[MeshSDF]`` once per asset. Raises ``ValueError`` naming the
     asset for an empty or flat mesh.
     """
-    v = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64)
+    v = np.ascontiguousarray(vertices, dtype=np.float64)
+    f = np.ascontiguousarray(faces, dtype=np.int64)
     if v.ndim != 2 or v.shape[1] != 3 or f.ndim != 2 or f.shape[1] != 3 or len(f) == 0:
         raise ValueError(f"asset '{name}': a collision mesh needs (V, 3) vertices and (F, 3) faces, got "
                          f"{v.shape} and {f.shape}")
+    key = (name, hashlib.sha1(v.tobytes() + f.tobytes()).hexdigest(), bool(allow_open_mesh))
+    hit = _prepared.get(key)
+    if hit is not None:
+        _prepared.move_to_end(key)
+        return hit
+    target = _prepare(name, v, f, allow_open_mesh)
+    _prepared[key] = target
+    while len(_prepared) > PREPARED_CACHE:
+        _prepared.popitem(last=False)
+    return target
+
+
+def _prepare(name: str, v: np.ndarray, f: np.ndarray, allow_open_mesh: bool) -> TargetMesh:
     if not np.all(np.isfinite(v)):
         raise ValueError(f"asset '{name}': the collision mesh has non-finite vertices")
     mesh = trimesh.Trimesh(v, f, process=True)
