@@ -9,7 +9,7 @@ import warp as wp
 
 from isaaclab_arena.relations.kernels.geometry import torch_stream
 from isaaclab_arena.relations.kernels.tables import CandidateState
-from isaaclab_arena.relations.kernels.validate import validate_kernel
+from isaaclab_arena.relations.kernels.validate import validate_kernel_for
 from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch
 from isaaclab_arena.relations.placement_problem import PlacementProblem
 from isaaclab_arena.relations.relation_solver import batch_from_outputs, OutputBuffers
@@ -35,6 +35,6 @@ def evaluate_poses(problem: PlacementProblem, env_ids: torch.Tensor, positions: 
             st.olo = wp.empty((b, max(n, 1)), dtype=wp.vec3, device=dev)
             st.ohi = wp.empty((b, max(n, 1)), dtype=wp.vec3, device=dev)
             st.m = st.v = st.g = st.ilo = st.ihi = wp.empty((1, 1), dtype=wp.vec3, device=dev)
-            wp.launch(validate_kernel, dim=b, device=dev,
+            wp.launch(validate_kernel_for(problem.tables), dim=b, device=dev,
                       inputs=[problem.tables, st, wp.from_torch(env_ids), out.outputs(dev, v, 0, b, None, None)])
     return batch_from_outputs(problem, env_ids, draw_ids, v, None)

@@ -323,7 +323,7 @@ class RelationSolver:
         them; returns a new batch."""
         p = self.params
         t0 = time.perf_counter()
-        out = self.run_kernels(problem, launch.GIVEN, batch.env_ids, batch.draw_ids, batch.positions,
+        out = self.run_kernels(problem, launch.given(problem.tables), batch.env_ids, batch.draw_ids, batch.positions,
                                batch.rotations, do_post=False, write_checks=True)
         if (p.verbose or p.profile) and p.max_iters > 0:
             self.report(problem, out.iterations, out.loss, p.max_iters, t0, None)

@@ -43,83 +43,98 @@ def passes(excess: float, slack: float) -> bool:
     return excess <= slack
 
 
-@wp.func
-def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write: int, O: SolveOutputs) -> float:
-    """Returns the candidate's loss (sum of slope x weight x positive excess per relation, plus the
-    no-overlap slope times the clearance-grown penetration of every pair). With ``write`` set, also stores
-    every relation's excess and cause, the worst overlapping pair, one verdict per check slot and the
-    failed-slot bits."""
-    slack = T.slack
-    loss = float(0.0)
-    worst = float(-BIG)
-    wk = int(-1)
-    worst_c = float(-BIG)
-    wkc = int(-1)
-    for k in range(T.n_box_pairs):  # axis-aligned boxes
-        ij = T.pair_i[k]
-        lo_i, hi_i = obj_bounds(T, S, b, e, ij[0])
-        lo_j, hi_j = obj_bounds(T, S, b, e, ij[1])
-        d = overlap_depth(lo_i, hi_i, lo_j, hi_j, 0.0)
-        if d > worst:
-            worst = d
-            wk = k
-        dc = overlap_depth(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][PF_CLEARANCE])
-        if dc > 0.0:
-            loss += T.pair_w * dc
-        if ij[1] < T.n_mov and dc > worst_c:  # clearance: pairs of two relation-placed objects
-            worst_c = dc
-            wkc = k
-    for k in range(T.n_box_pairs, T.n_pairs):  # boxes turned about Z, or MESH: depth grows with the clearance
-        pc = T.pair_f[k][PF_CLEARANCE]
-        dg, dirn = pair_term(T, S, b, e, k, pc, BIG, ALL_AXES)
-        if dg - pc > worst:
-            worst = dg - pc
-            wk = k
-        if dg > 0.0:
-            loss += T.pair_w * dg
-        if T.pair_i[k][1] < T.n_mov and dg > worst_c:
-            worst_c = dg
-            wkc = k
-    fails = int(0)  # bit s set: check slot s failed
-    if not passes(worst, slack):
-        fails = fails | (1 << SLOT_NO_OVERLAP)
-    if not passes(worst_c, slack):
-        fails = fails | (1 << SLOT_CLEARANCE)
-    for r in range(T.kind_start[NUM_KINDS]):
-        ri = T.rel_i[r]
-        f = T.rel_f[r]
-        kind = ri[RI_KIND]
-        c = ri[RI_CHILD]
-        clo, chi = obj_bounds(T, S, b, e, c)
-        plo = clo
-        phi = chi
-        if ri[RI_PARENT] >= 0:
-            plo, phi = obj_bounds(T, S, b, e, ri[RI_PARENT])
-        ex, cause = relation_violation(kind, ri[RI_AXIS], ri[RI_FLAG], f, S.x[b, c], clo, chi, plo, phi, slack)
-        loss += f[WEIGHT] * wp.max(ex, 0.0)
-        slot = check_slot(kind)
-        if cause != 0 and slot >= 0:
-            fails = fails | (1 << slot)
-        if write != 0:
-            O.rel_excess[b, ri[RI_ROW]] = ex
-            O.rel_cause[b, ri[RI_ROW]] = cause
-    # MESH support terms: part of their On relation's check
-    for s in range(T.n_support):
-        ex, grow, sc, sm, sr = support_term(T, S, b, e, s)
-        loss += T.rel_f[sr][WEIGHT] * wp.max(ex, 0.0)
-        if not passes(ex, slack):
-            fails = fails | (1 << SLOT_ON)
+def _evaluate_candidate(general: bool):
+    """The evaluation function; ``general`` adds the OBB / MESH pairs and the MESH support terms (a variant
+    of its own, so that box scenes' kernels keep the smaller function the CPU compiler inlines)."""
+    suffix = "_general" if general else ""
+
+    @wp.func(name="evaluate_candidate" + suffix)
+    def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write: int, O: SolveOutputs) -> float:
+        """Returns the candidate's loss (sum of slope x weight x positive excess per relation, plus the
+        no-overlap slope times the clearance-grown penetration of every pair). With ``write`` set, also stores
+        every relation's excess and cause, the worst overlapping pair, one verdict per check slot and the
+        failed-slot bits."""
+        slack = T.slack
+        loss = float(0.0)
+        worst = float(-BIG)
+        wk = int(-1)
+        worst_c = float(-BIG)
+        wkc = int(-1)
+        for k in range(T.n_box_pairs):  # axis-aligned boxes
+            ij = T.pair_i[k]
+            lo_i, hi_i = obj_bounds(T, S, b, e, ij[0])
+            lo_j, hi_j = obj_bounds(T, S, b, e, ij[1])
+            d = overlap_depth(lo_i, hi_i, lo_j, hi_j, 0.0)
+            if d > worst:
+                worst = d
+                wk = k
+            dc = overlap_depth(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][PF_CLEARANCE])
+            if dc > 0.0:
+                loss += T.pair_w * dc
+            if ij[1] < T.n_mov and dc > worst_c:  # clearance: pairs of two relation-placed objects
+                worst_c = dc
+                wkc = k
+        if wp.static(general):
+            for k in range(T.n_box_pairs, T.n_pairs):  # boxes turned about Z, or MESH: depth grows with the clearance
+                pc = T.pair_f[k][PF_CLEARANCE]
+                dg, dirn = pair_term(T, S, b, e, k, pc, BIG, ALL_AXES)
+                if dg - pc > worst:
+                    worst = dg - pc
+                    wk = k
+                if dg > 0.0:
+                    loss += T.pair_w * dg
+                if T.pair_i[k][1] < T.n_mov and dg > worst_c:
+                    worst_c = dg
+                    wkc = k
+        fails = int(0)  # bit s set: check slot s failed
+        if not passes(worst, slack):
+            fails = fails | (1 << SLOT_NO_OVERLAP)
+        if not passes(worst_c, slack):
+            fails = fails | (1 << SLOT_CLEARANCE)
+        for r in range(T.kind_start[NUM_KINDS]):
+            ri = T.rel_i[r]
+            f = T.rel_f[r]
+            kind = ri[RI_KIND]
+            c = ri[RI_CHILD]
+            clo, chi = obj_bounds(T, S, b, e, c)
+            plo = clo
+            phi = chi
+            if ri[RI_PARENT] >= 0:
+                plo, phi = obj_bounds(T, S, b, e, ri[RI_PARENT])
+            ex, cause = relation_violation(kind, ri[RI_AXIS], ri[RI_FLAG], f, S.x[b, c], clo, chi, plo, phi, slack)
+            loss += f[WEIGHT] * wp.max(ex, 0.0)
+            slot = check_slot(kind)
+            if cause != 0 and slot >= 0:
+                fails = fails | (1 << slot)
             if write != 0:
-                rid = T.rel_i[sr][RI_ROW]
-                if O.rel_cause[b, rid] == 0:
-                    O.rel_cause[b, rid] = ON_UNSUPPORTED
-                O.rel_excess[b, rid] = wp.max(O.rel_excess[b, rid], ex)
-    if write != 0:
-        O.ov_pair[b] = wk
-        O.ov_depth[b] = worst
-        O.cl_pair[b] = wkc
-        O.cl_depth[b] = worst_c
-        O.fail_bits[b] = fails
-        for s in range(NUM_SLOTS):
-            O.checks[b, s] = (fails & (1 << s)) == 0
-    return loss
+                O.rel_excess[b, ri[RI_ROW]] = ex
+                O.rel_cause[b, ri[RI_ROW]] = cause
+        if wp.static(general):
+            # MESH support terms: part of their On relation's check
+            for s in range(T.n_support):
+                ex, grow, sc, sm, sr = support_term(T, S, b, e, s)
+                loss += T.rel_f[sr][WEIGHT] * wp.max(ex, 0.0)
+                if not passes(ex, slack):
+                    fails = fails | (1 << SLOT_ON)
+                    if write != 0:
+                        rid = T.rel_i[sr][RI_ROW]
+                        if O.rel_cause[b, rid] == 0:
+                            O.rel_cause[b, rid] = ON_UNSUPPORTED
+                        O.rel_excess[b, rid] = wp.max(O.rel_excess[b, rid], ex)
+        if write != 0:
+            O.ov_pair[b] = wk
+            O.ov_depth[b] = worst
+            O.cl_pair[b] = wkc
+            O.cl_depth[b] = worst_c
+            O.fail_bits[b] = fails
+            for s in range(NUM_SLOTS):
+                O.checks[b, s] = (fails & (1 << s)) == 0
+        return loss
+
+    return evaluate_candidate
+
+
+#: Scenes whose pairs are all axis-aligned boxes and have no MESH support terms.
+evaluate_candidate = _evaluate_candidate(False)
+#: Scenes with OBB / MESH pairs or MESH support terms.
+evaluate_candidate_general = _evaluate_candidate(True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.evaluate import evaluate_candidate
+from isaaclab_arena.relations.kernels.evaluate import evaluate_candidate, evaluate_candidate_general
 from isaaclab_arena.relations.kernels.geometry import (
     candidate_rng,
     rotated_offsets,
@@ -27,66 +27,78 @@ from isaaclab_arena.relations.kinds.dispatch import FACE_TO, track_kind_sources
 FACE_ROUNDS = wp.constant(32)  # most heading / projection rounds after solving (FaceTo scenes)
 
 
-@wp.kernel(enable_backward=False)
-def finalize_kernel(
-    # Model:
-    T: SceneTables,
-    # Data in/out (state of candidate b):
-    S: CandidateState,
-    # Data in:
-    P: SolveSettings,
-    env_ids: wp.array(dtype=wp.int64),
-    draw_ids: wp.array(dtype=wp.int64),
-    # Data out:
-    O: SolveOutputs,
-):
-    """FaceTo headings, RandomAroundSolution, then the final evaluation: with ``P.write_checks`` every
-    relation's violation and cause and the built-in checks' verdicts of the final poses, and the loss (of
-    the solved poses, before RandomAroundSolution offsets, which ranking must not penalise)."""
-    b = wp.tid()
-    if O.iters[b] < 0:  # the optimisation loop was skipped (no candidate of the launch needed it)
-        O.iters[b] = 0
-    e = int(env_ids[b])
-    n = T.n_mov
-    st = candidate_rng(P.seed ^ 0x5BD1E995, e, int(draw_ids[b]))
-    has_face = T.kind_start[FACE_TO + 1] > T.kind_start[FACE_TO]
-    solved_loss = float(-1.0)
-    if P.do_post != 0:
-        if has_face:
-            # final headings toward the solved targets, each followed by a projection with the refit bounds,
-            # until the projection no longer moves anything (then the headings are those of the final
-            # positions to within 1e-7 m of motion, and the bounds the checks see fit the supports)
-            for rnd in range(FACE_ROUNDS):
-                face_to_update(T, S, b, e)
-                moved = float(0.0)
-                for k in range(n):
-                    i = T.obj_i[k][OI_ORDER]
-                    x0 = S.x[b, i]
-                    st = project(T, S, b, e, i, 0, 0, st)
-                    moved = wp.max(moved, wp.length(S.x[b, i] - x0))
-                if moved <= 1.0e-7:
-                    break
-        for i in range(n):
-            if T.obj_i[i][OI_RANDOM] != 0:
-                if solved_loss < 0.0:
-                    # ranking uses the solved layout's loss: the random offsets are not the solution's fault
-                    # (the checks below still judge the final poses)
-                    solved_loss = evaluate_candidate(T, S, b, e, 0, O)
-                of = T.obj_f[i]
-                d = wp.vec3(wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS], wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS + 1],
-                            wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS + 2])
-                S.x[b, i] = S.x[b, i] + d
-                dq = rpy_quat(wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT], wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT + 1],
-                              wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT + 2])
-                q = wp.normalize(dq * S.rot[b, i])
-                S.rot[b, i] = q
-                lo, hi = rotated_offsets(q, T.local_lo[e, i], T.local_hi[e, i])
-                S.olo[b, i] = lo
-                S.ohi[b, i] = hi
-    loss = evaluate_candidate(T, S, b, e, P.write_checks, O)
-    if solved_loss >= 0.0:
-        loss = solved_loss
-    O.loss[b] = loss
+def _finalize_kernel(general: bool):
+    """The finalize kernel; ``general``: of scenes with OBB / MESH pairs or MESH support terms (a module of
+    its own per variant, each keyed on the kinds' sources)."""
+    module = __name__ + ("_general" if general else "")
+    track_kind_sources(module)
+    evaluate = evaluate_candidate_general if general else evaluate_candidate
+
+    @wp.kernel(enable_backward=False, module=module)
+    def finalize_kernel(
+        # Model:
+        T: SceneTables,
+        # Data in/out (state of candidate b):
+        S: CandidateState,
+        # Data in:
+        P: SolveSettings,
+        env_ids: wp.array(dtype=wp.int64),
+        draw_ids: wp.array(dtype=wp.int64),
+        # Data out:
+        O: SolveOutputs,
+    ):
+        """FaceTo headings, RandomAroundSolution, then the final evaluation: with ``P.write_checks`` every
+        relation's violation and cause and the built-in checks' verdicts of the final poses, and the loss (of
+        the solved poses, before RandomAroundSolution offsets, which ranking must not penalise)."""
+        b = wp.tid()
+        if O.iters[b] < 0:  # the optimisation loop was skipped (no candidate of the launch needed it)
+            O.iters[b] = 0
+        e = int(env_ids[b])
+        n = T.n_mov
+        st = candidate_rng(P.seed ^ 0x5BD1E995, e, int(draw_ids[b]))
+        has_face = T.kind_start[FACE_TO + 1] > T.kind_start[FACE_TO]
+        solved_loss = float(-1.0)
+        if P.do_post != 0:
+            if has_face:
+                # final headings toward the solved targets, each followed by a projection with the refit bounds,
+                # until the projection no longer moves anything (then the headings are those of the final
+                # positions to within 1e-7 m of motion, and the bounds the checks see fit the supports)
+                for rnd in range(FACE_ROUNDS):
+                    face_to_update(T, S, b, e)
+                    moved = float(0.0)
+                    for k in range(n):
+                        i = T.obj_i[k][OI_ORDER]
+                        x0 = S.x[b, i]
+                        st = project(T, S, b, e, i, 0, 0, st)
+                        moved = wp.max(moved, wp.length(S.x[b, i] - x0))
+                    if moved <= 1.0e-7:
+                        break
+            for i in range(n):
+                if T.obj_i[i][OI_RANDOM] != 0:
+                    if solved_loss < 0.0:
+                        # ranking uses the solved layout's loss: the random offsets are not the solution's fault
+                        # (the checks below still judge the final poses)
+                        solved_loss = wp.static(evaluate)(T, S, b, e, 0, O)
+                    of = T.obj_f[i]
+                    d = wp.vec3(wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS], wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS + 1],
+                                wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS + 2])
+                    S.x[b, i] = S.x[b, i] + d
+                    dq = rpy_quat(wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT], wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT + 1],
+                                  wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT + 2])
+                    q = wp.normalize(dq * S.rot[b, i])
+                    S.rot[b, i] = q
+                    lo, hi = rotated_offsets(q, T.local_lo[e, i], T.local_hi[e, i])
+                    S.olo[b, i] = lo
+                    S.ohi[b, i] = hi
+        loss = wp.static(evaluate)(T, S, b, e, P.write_checks, O)
+        if solved_loss >= 0.0:
+            loss = solved_loss
+        O.loss[b] = loss
+
+    return finalize_kernel
 
 
-track_kind_sources(__name__)
+#: Scenes whose pairs are all axis-aligned boxes.
+finalize_kernel = _finalize_kernel(False)
+#: Scenes with OBB / MESH pairs or MESH support terms.
+finalize_kernel_general = _finalize_kernel(True)

@@ -235,3 +235,9 @@ _PLACEHOLDERS = {"rel_excess": ((1, 1), float), "rel_cause": ((1, 1), int), "che
                  "cl_depth": (1, float), "loss": (1, float),
                  "iters": (1, int), "pending": (1, int), "history": ((1, 1, 1), wp.vec3)}
 _placeholders: dict[str, dict] = {}
+
+
+def is_box_scene(tables: SceneTables) -> bool:
+    """Whether every pair of the scene is axis-aligned boxes and it has no MESH support terms (its kernels are
+    the box variants; the others also evaluate OBB / MESH pairs and support terms)."""
+    return tables.n_box_pairs == tables.n_pairs and tables.n_support == 0

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.evaluate import evaluate_candidate
+from isaaclab_arena.relations.kernels.evaluate import evaluate_candidate, evaluate_candidate_general
 from isaaclab_arena.relations.kernels.geometry import rotated_offsets
 from isaaclab_arena.relations.kernels.tables import (
+    is_box_scene,
     CandidateState,
     SceneTables,
     SolveOutputs,
@@ -14,27 +15,44 @@ from isaaclab_arena.relations.kernels.tables import (
 from isaaclab_arena.relations.kinds.dispatch import track_kind_sources
 
 
-@wp.kernel(enable_backward=False)
-def validate_kernel(
-    # Model:
-    T: SceneTables,
-    # Data in (x, rot), scratch (olo, ohi):
-    S: CandidateState,
-    # Data in:
-    env_ids: wp.array(dtype=wp.int64),
-    # Data out:
-    O: SolveOutputs,
-):
-    """Refits each object's bounds to its rotation, then writes per-relation excess/cause, the worst
-    overlapping pair, one verdict per check slot and the loss of the layout (``O``'s solver-only fields
-    are unused)."""
-    b = wp.tid()
-    e = int(env_ids[b])
-    for i in range(T.n_mov):
-        lo, hi = rotated_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i])
-        S.olo[b, i] = lo
-        S.ohi[b, i] = hi
-    O.loss[b] = evaluate_candidate(T, S, b, e, 1, O)
+def _validate_kernel(general: bool):
+    """The check kernel; ``general``: of scenes with OBB / MESH pairs or MESH support terms (a module of its
+    own per variant, each keyed on the kinds' sources)."""
+    module = __name__ + ("_general" if general else "")
+    track_kind_sources(module)
+    evaluate = evaluate_candidate_general if general else evaluate_candidate
+
+    @wp.kernel(enable_backward=False, module=module)
+    def validate_kernel(
+        # Model:
+        T: SceneTables,
+        # Data in (x, rot), scratch (olo, ohi):
+        S: CandidateState,
+        # Data in:
+        env_ids: wp.array(dtype=wp.int64),
+        # Data out:
+        O: SolveOutputs,
+    ):
+        """Refits each object's bounds to its rotation, then writes per-relation excess/cause, the worst
+        overlapping pair, one verdict per check slot and the loss of the layout (``O``'s solver-only fields
+        are unused)."""
+        b = wp.tid()
+        e = int(env_ids[b])
+        for i in range(T.n_mov):
+            lo, hi = rotated_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i])
+            S.olo[b, i] = lo
+            S.ohi[b, i] = hi
+        O.loss[b] = wp.static(evaluate)(T, S, b, e, 1, O)
+
+    return validate_kernel
 
 
-track_kind_sources(__name__)
+#: Scenes whose pairs are all axis-aligned boxes.
+validate_kernel = _validate_kernel(False)
+#: Scenes with OBB / MESH pairs or MESH support terms.
+validate_kernel_general = _validate_kernel(True)
+
+
+def validate_kernel_for(tables):
+    """The check kernel of a problem whose ``SceneTables`` are ``tables``."""
+    return validate_kernel if is_box_scene(tables) else validate_kernel_general
