@@ -183,3 +183,31 @@ def test_marked_object_the_placer_cannot_locate_is_refused():
     with pytest.raises(PlacementConfigError, match="asset 'loose', relation requires_reachability\\(\\): the object is "
                                                    "neither placed by relations nor fixed by an initial_pose"):
         _placer(robot).place_batch([*assets, loose], torch.zeros(2, dtype=torch.long), torch.arange(2), num_envs=1)
+
+
+def test_rejections_name_the_unreachable_object_and_its_ik_miss(placed):
+    """Each rejected candidate is explained as the object out of reach, with the IK's remaining position error
+    (metres) of that candidate; the pool's closest-miss text says the same."""
+    from isaaclab_arena.relations.placement_diagnostics import FailureTally, rejection_causes, rejection_records
+
+    vb, result = placed["vb"], placed["result"]
+    failed = ~vb.check_results["ik_reachable"]
+    assert 0 < int(failed.sum()) < B
+    texts, index, miss = vb.validation.extra_causes["ik_reachable"]
+    assert texts == ("'cube' out of reach of 'franka' (top-down grasp; IK position error)",)
+    assert torch.equal(index >= 0, failed)  # a cause exactly where the check failed
+    err = result.position_error_m[:, 0].double()
+    torch.testing.assert_close(miss[failed].double(), err[failed].to(miss.device), rtol=0, atol=1e-6)
+    causes = [c for c in rejection_causes(vb) if c.check == "ik_reachable"]
+    assert len(causes) == 1 and causes[0].cause == texts[0] and causes[0].count == int(failed.sum())
+    assert causes[0].example_violation == pytest.approx(float(err[failed].max()), abs=1e-6)
+    assert "check failed" not in causes[0].line()
+    records = [r for r in rejection_records(vb) if r.check == "ik_reachable"]
+    assert sorted(r.candidate for r in records) == failed.nonzero().flatten().tolist()
+    assert all(r.cause == texts[0] and r.violation_m > 0.0 for r in records)
+    tally = FailureTally()
+    tally.add(vb)
+    misses, _ = tally.explain([0])
+    ik = [m for m in misses if m.check == "ik_reachable"]
+    assert len(ik) == 1 and ik[0].cause == texts[0] and ik[0].failed == int(failed.sum())
+    assert ik[0].violation_m == pytest.approx(float(err[failed].min()), abs=1e-6)

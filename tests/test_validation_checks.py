@@ -165,3 +165,77 @@ def test_summary_lines_and_records_name_cause_and_amount():
 def test_validator_report_type():
     rep = PlacementValidatorReport(check="x", passed=False, reason="too high", settings={"max": 1.5})
     assert rep.to_dict() == {"check": "x", "passed": False, "reason": "too high", "settings": {"max": 1.5}}
+
+
+# ------------------------------------------------------------------ validators that name their causes
+def _outcome_placer(validate):
+    from isaaclab_arena.relations.object_placer import ObjectPlacer
+    from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+    from isaaclab_arena.relations.validation.pre_physics import PrePhysicsPlacementValidator
+    from isaaclab_arena.relations.validation.registry import register_validator
+
+    @register_validator
+    class LeftHalfOnly(PrePhysicsPlacementValidator):
+        check = "left_half_only"
+
+        def validate_batch(self, batch, collision_objects):
+            return validate(batch)
+
+    params = ObjectPlacerParams(placement_seed=5, enabled_checks=["no_overlap", "on_relation", "left_half_only"],
+                                required_checks=["no_overlap", "on_relation", "left_half_only"])
+    return ObjectPlacer(params)
+
+
+def test_a_validator_returning_a_check_outcome_names_its_causes_in_the_diagnostics():
+    from isaaclab_arena.relations.placement_diagnostics import FailureTally, rejection_causes, rejection_records
+    from isaaclab_arena.relations.scenes import SCENES
+    from isaaclab_arena.relations.validation.registry import unregister_validator
+    from isaaclab_arena.relations.validation.types import CheckOutcome
+
+    def validate(batch):
+        x = batch.positions[:, 0, 0]  # the first object's x, env-local metres
+        return CheckOutcome(x <= 0.0, ("'first' right of x = 0", "never used"),
+                            torch.zeros_like(x, dtype=torch.long), x.clamp(min=0.0))
+
+    placer = _outcome_placer(validate)
+    try:
+        env = torch.arange(64)
+        vb = placer.place_batch(SCENES["mug_bowl"](), env, env * 0, num_envs=64)
+    finally:
+        unregister_validator("left_half_only")
+    x = vb.positions[:, 0, 0].double()
+    bad = ~vb.check_results["left_half_only"]
+    assert torch.equal(bad, x > 0.0) and 0 < int(bad.sum()) < 64
+    cause = [c for c in rejection_causes(vb) if c.check == "left_half_only"]
+    assert [(c.cause, c.count) for c in cause] == [("'first' right of x = 0", int(bad.sum()))]
+    assert cause[0].example_violation == pytest.approx(float(x[bad].max()), abs=1e-6)
+    recs = [r for r in rejection_records(vb) if r.check == "left_half_only"]
+    assert len(recs) == int(bad.sum()) and {r.cause for r in recs} == {"'first' right of x = 0"}
+    sub = vb.validation.select(bad.nonzero().flatten())  # selecting candidates keeps their causes
+    assert bool((sub.extra_causes["left_half_only"][1] == 0).all())
+    tally = FailureTally()
+    tally.add(vb)
+    misses, _ = tally.explain(range(64))
+    assert [m.cause for m in misses if m.check == "left_half_only"] == ["'first' right of x = 0"]
+
+
+@pytest.mark.parametrize("bad_outcome, message", [
+    (lambda x: dict(cause_index=torch.zeros(3, dtype=torch.long)), "returned causes for 3"),
+    (lambda x: dict(cause_index=torch.full_like(x, 4, dtype=torch.long)), "returned cause index 4 but only 1 cause texts"),
+])
+def test_a_check_outcome_of_the_wrong_shape_is_refused_naming_the_validator(bad_outcome, message):
+    from isaaclab_arena.relations.scenes import SCENES
+    from isaaclab_arena.relations.validation.registry import unregister_validator
+    from isaaclab_arena.relations.validation.types import CheckOutcome
+
+    def validate(batch):
+        x = batch.positions[:, 0, 0]
+        return CheckOutcome(x <= 0.0, ("right",), **bad_outcome(x))
+
+    placer = _outcome_placer(validate)
+    try:
+        env = torch.arange(8)
+        with pytest.raises(ValueError, match=f"validator 'left_half_only' {message}"):
+            placer.place_batch(SCENES["mug_bowl"](), env, env * 0, num_envs=8)
+    finally:
+        unregister_validator("left_half_only")

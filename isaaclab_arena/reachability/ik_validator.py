@@ -23,7 +23,7 @@ import torch
 from isaaclab_arena.reachability.backends import has_kinematic_model, ik_backend_for
 from isaaclab_arena.relations.validation.pre_physics import PrePhysicsPlacementValidator
 from isaaclab_arena.relations.validation.registry import register_validator
-from isaaclab_arena.relations.validation.types import PlacementCheck, ValidationCost
+from isaaclab_arena.relations.validation.types import CheckOutcome, PlacementCheck, ValidationCost
 
 CHECK = PlacementCheck.IK_REACHABLE.value
 
@@ -92,7 +92,16 @@ class IKReachableValidator(PrePhysicsPlacementValidator):
                 "ik_position_threshold_m": config.ik_position_threshold_m,
                 "ik_rotation_threshold_rad": config.ik_rotation_threshold_rad}
 
-    def validate_batch(self, batch, collision_objects: Sequence) -> torch.Tensor:
-        """(B,) bool: True when every ``RequiresReachability`` object of the candidate is reachable."""
-        _, reachable, _ = object_reachability(self.placer_params, batch.problem, batch.positions, batch.rotations)
-        return reachable.all(dim=-1)
+    def validate_batch(self, batch, collision_objects: Sequence) -> CheckOutcome:
+        """Verdicts (True when every ``RequiresReachability`` object of the candidate is reachable) and, per failing
+        candidate, its first unreachable object with the IK's remaining position error (metres) as the miss."""
+        names, reachable, result = object_reachability(self.placer_params, batch.problem, batch.positions,
+                                                       batch.rotations)
+        passed = reachable.all(dim=-1)
+        if result is None:
+            return CheckOutcome(passed)
+        robot = getattr(self.placer_params.reachability_config.embodiment, "name", "robot")
+        first = (~reachable).int().argmax(dim=-1)  # first unreachable object (0 where all are reachable)
+        miss = result.position_error_m.to(reachable.device).float().gather(1, first.unsqueeze(1)).squeeze(1)
+        causes = tuple(f"'{n}' out of reach of '{robot}' (top-down grasp; IK position error)" for n in names)
+        return CheckOutcome(passed, causes, torch.where(passed, -1, first), miss)

@@ -138,6 +138,16 @@ def rejection_causes(vb: ValidatedBatch) -> list[RejectionCause]:
             named.add(cr.check)
             out.append(RejectionCause(cr.check, f"{cr.description}: {cr.kind.cause_text(key % width)}", n,
                                       max(v, 0.0), int(env_ids[bi[a]])))
+    for check, (texts, index, miss) in vb.validation.extra_causes.items():  # validators naming their causes
+        if check not in failed:
+            continue
+        idx = (failed[check] & (index.cpu() >= 0)).nonzero().flatten()
+        if idx.numel():
+            named.add(check)
+            score = miss.cpu().float()[idx].nan_to_num(nan=-1.0)
+            uniq, counts, best, arg = _group_max(index.cpu()[idx], score)
+            for c, n, v, a in zip(uniq.tolist(), counts.tolist(), best.tolist(), arg.tolist()):
+                out.append(RejectionCause(check, texts[c], n, None if v < 0 else v, int(env_ids[idx[a]])))
     for check, bad in failed.items():
         count = int(bad.sum())
         if count and check not in named:
@@ -162,6 +172,10 @@ def rejection_records(vb: ValidatedBatch) -> list[RejectionRecord]:
         for b, r, c, x in zip(*(t.tolist() for t in rel)):
             cr = problem.relations[r]
             out.append(RejectionRecord(b, env[b], cr.check, f"{cr.description}: {cr.kind.cause_text(c)}", x))
+    for check, (texts, index, miss) in vb.validation.extra_causes.items():
+        if check in failed:
+            for b in (failed[check] & (index.cpu() >= 0)).nonzero().flatten().tolist():
+                out.append(RejectionRecord(b, env[b], check, texts[int(index[b])], float(miss[b])))
     named = {(r.candidate, r.check) for r in out}
     for check, bad in failed.items():
         for b in bad.nonzero().flatten().tolist():
@@ -239,6 +253,10 @@ class FailureTally:
         # column of each relation's check among the required ones (the last, always False, when not required)
         col = [self.required.index(r.check) if r.check in self.required else len(self.required) for r in p.relations]
         self.rel_check = torch.tensor(col, dtype=torch.long, device=dev)
+        # validators naming their causes (CheckOutcome): check -> texts, (E, C) failures and smallest miss
+        self.cause_texts: dict[str, tuple[str, ...]] = {}
+        self.cause_fail: dict[str, torch.Tensor] = {}
+        self.cause_min: dict[str, torch.Tensor] = {}
 
     def add(self, vb: ValidatedBatch, mask: torch.Tensor | None = None) -> None:
         """Counts the candidates of ``vb`` where ``mask`` (B,) is set (None: all)."""
@@ -274,6 +292,26 @@ class FailureTally:
             flat = e * self.pair_min[check].shape[1] + pair
             self.pair_fail[check].view(-1).index_add_(0, flat, torch.ones_like(flat))
             self.pair_min[check].view(-1).scatter_reduce_(0, flat, depth[keep][bad].float(), reduce="amin")
+        self._add_causes(v, env, keep, failed)
+
+    def _add_causes(self, v, env: torch.Tensor, keep: torch.Tensor, failed: dict[str, torch.Tensor]) -> None:
+        for check, (texts, index, miss) in v.extra_causes.items():
+            if check not in failed:
+                continue
+            E = self.seen.shape[0]
+            if len(texts) > len(self.cause_texts.get(check, ())):  # (re)size to the longest list of texts
+                old_fail, old_min = self.cause_fail.get(check), self.cause_min.get(check)
+                self.cause_fail[check] = torch.zeros((E, len(texts)), dtype=torch.long, device=env.device)
+                self.cause_min[check] = torch.full((E, len(texts)), float("inf"), device=env.device)
+                if old_fail is not None:
+                    self.cause_fail[check][:, :old_fail.shape[1]] = old_fail
+                    self.cause_min[check][:, :old_min.shape[1]] = old_min
+                self.cause_texts[check] = tuple(texts)
+            idx, m = index[keep], miss[keep].float()
+            bad = failed[check] & (idx >= 0)
+            flat = env[bad] * len(self.cause_texts[check]) + idx[bad]
+            self.cause_fail[check].view(-1).index_add_(0, flat, torch.ones_like(flat))
+            self.cause_min[check].view(-1).scatter_reduce_(0, flat, m[bad].nan_to_num(nan=float("inf")), reduce="amin")
 
     def explain(self, envs) -> tuple[list[ClosestMiss], list[str]]:
         """The closest misses over the candidates of ``envs`` (largest first) and the required relations that
@@ -309,6 +347,15 @@ class FailureTally:
                     named.add(check)
                     touched.update({a, b})
                     out.append(ClosestMiss(check, text.format(a=a, b=b), pmin[k], count, n, penv[k]))
+        for check, texts in self.cause_texts.items():
+            fails = self.cause_fail[check][sel].sum(0).tolist()
+            cmin, cenv = self.cause_min[check][sel].min(0)
+            for c, count in enumerate(fails):
+                if count:
+                    named.add(check)
+                    miss = float(cmin[c])
+                    out.append(ClosestMiss(check, texts[c], None if miss == float("inf") else miss, count, n,
+                                           int(sel[int(cenv[c])])))
         check_fail = self.check_fail[sel]
         for k, c in enumerate(self.required):
             count = int(check_fail[:, k].sum())

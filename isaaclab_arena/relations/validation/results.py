@@ -46,6 +46,8 @@ class PlacementValidationResults:
         extra_verdicts: check -> (B,) bool of the other validators; False where not evaluated.
         extra_evaluated: check -> (B,) bool where it ran (None: everywhere).
         extra_required_failures / extra_optional_failures: (B,) int32 failures among them (None: none ran).
+        extra_causes: check -> (cause texts, (B,) long index into them or -1, (B,) float violation metres or
+            NaN) of the validators that returned a ``CheckOutcome``.
     """
 
     checks: tuple[str, ...]
@@ -59,6 +61,7 @@ class PlacementValidationResults:
     extra_evaluated: dict[str, torch.Tensor | None] = field(default_factory=dict)
     extra_required_failures: torch.Tensor | None = None
     extra_optional_failures: torch.Tensor | None = None
+    extra_causes: dict[str, tuple] = field(default_factory=dict)
 
     @cached_property
     def verdicts(self) -> dict[str, torch.Tensor]:
@@ -121,7 +124,8 @@ class PlacementValidationResults:
                        extra_verdicts={c: v[index] for c, v in self.extra_verdicts.items()},
                        extra_evaluated={c: pick(v) for c, v in self.extra_evaluated.items()},
                        extra_required_failures=pick(self.extra_required_failures),
-                       extra_optional_failures=pick(self.extra_optional_failures))
+                       extra_optional_failures=pick(self.extra_optional_failures),
+                       extra_causes={c: (t, i[index], m[index]) for c, (t, i, m) in self.extra_causes.items()})
 
 
 @dataclass(frozen=True)

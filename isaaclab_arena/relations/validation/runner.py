@@ -18,7 +18,7 @@ from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch
 from isaaclab_arena.relations.validation.pre_physics import PrePhysicsPlacementValidator
 from isaaclab_arena.relations.validation.registry import registered_validators
 from isaaclab_arena.relations.validation.results import PlacementValidationResults
-from isaaclab_arena.relations.validation.types import PlacementCheck, ValidationCost, ValidationStage
+from isaaclab_arena.relations.validation.types import CheckOutcome, PlacementCheck, ValidationCost, ValidationStage
 
 #: Checks that may be named in enabled/required_checks although no validator is registered for them here
 #: (their validator registers only when an optional dependency is installed).
@@ -33,6 +33,27 @@ def _coerce_verdicts(check: str, out, n: int, device) -> torch.Tensor:
         raise ValueError(f"validator '{check}' returned {t.numel()} verdicts for a batch of {n} candidates; it must "
                          "return one bool per candidate, in batch order")
     return t
+
+
+def _coerce_outcome(check: str, out, n: int, device) -> tuple[torch.Tensor, tuple | None]:
+    """(verdicts (n,) bool, causes) of what ``validate_batch`` returned: bare verdicts (causes None) or a
+    ``CheckOutcome`` (causes = (texts, (n,) long index, (n,) float violation metres))."""
+    if not isinstance(out, CheckOutcome):
+        return _coerce_verdicts(check, out, n, device), None
+    ok = _coerce_verdicts(check, out.passed, n, device)
+    if out.cause_index is None:
+        return ok, None
+    index = torch.as_tensor(out.cause_index, device=device).long().reshape(-1)
+    miss = (torch.full((n,), float("nan"), device=device) if out.violation_m is None
+            else torch.as_tensor(out.violation_m, device=device).float().reshape(-1))
+    if index.numel() != n or miss.numel() != n:
+        raise ValueError(f"validator '{check}' returned causes for {index.numel()} / violations for {miss.numel()} "
+                         f"candidates of a batch of {n}; CheckOutcome needs one per candidate")
+    if index.numel() and int(index.max()) >= len(out.causes):
+        raise ValueError(f"validator '{check}' returned cause index {int(index.max())} but only "
+                         f"{len(out.causes)} cause texts")
+    index = torch.where(ok, torch.full_like(index, -1), index)
+    return ok, (tuple(out.causes), index, miss)
 
 
 class PlacementValidationRunner:
@@ -93,21 +114,33 @@ class PlacementValidationRunner:
         req_extra = torch.zeros(b, dtype=torch.int32, device=dev)
         opt_extra = torch.zeros(b, dtype=torch.int32, device=dev)
 
-        def record(check: str, ok: torch.Tensor, where: torch.Tensor | None) -> None:
+        causes: dict[str, tuple] = {}
+
+        def record(check: str, ok: torch.Tensor, where: torch.Tensor | None, why: tuple | None) -> None:
             verdicts[check] = ok
             evaluated[check] = where
+            if why is not None:
+                causes[check] = why
             (req_extra if check in req else opt_extra).add_(~ok)
 
         for v in self.custom:
-            record(v.check, _coerce_verdicts(v.check, v.validate_batch(batch, collision_objects), b, dev), None)
+            ok, why = _coerce_outcome(v.check, v.validate_batch(batch, collision_objects), b, dev)
+            record(v.check, ok, None, why)
         if self.expensive:
             gate = (base.required_failures + req_extra) == 0
             idx = torch.nonzero(gate).flatten()
             sub = batch.select(idx) if idx.numel() else None
             for v in self.expensive:
                 ok = torch.zeros(b, dtype=torch.bool, device=dev)
+                why = None
                 if sub is not None:
-                    ok[idx] = _coerce_verdicts(v.check, v.validate_batch(sub, collision_objects), idx.numel(), dev)
-                record(v.check, ok, gate)
+                    ok_sub, why_sub = _coerce_outcome(v.check, v.validate_batch(sub, collision_objects), idx.numel(), dev)
+                    ok[idx] = ok_sub
+                    if why_sub is not None:  # scattered to the whole batch: no cause where it did not run
+                        index = torch.full((b,), -1, dtype=torch.long, device=dev)
+                        miss = torch.full((b,), float("nan"), device=dev)
+                        index[idx], miss[idx] = why_sub[1], why_sub[2]
+                        why = (why_sub[0], index, miss)
+                record(v.check, ok, gate, why)
         return replace(base, extra_verdicts=verdicts, extra_evaluated=evaluated, extra_required_failures=req_extra,
-                       extra_optional_failures=opt_extra)
+                       extra_optional_failures=opt_extra, extra_causes=causes)

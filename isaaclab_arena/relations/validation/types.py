@@ -33,6 +33,25 @@ class ValidationCost(str, Enum):
     EXPENSIVE = "expensive"
 
 
+@dataclass(frozen=True)
+class CheckOutcome:
+    """What a pre-physics validator's ``validate_batch`` may return instead of bare verdicts: the verdicts and,
+    per failing candidate, why (the diagnostics then name the cause instead of "check failed").
+
+    Attributes:
+        passed: (B,) bool verdict per candidate, in batch order.
+        causes: Cause texts, e.g. ``"'mug' out of the robot's reach"``.
+        cause_index: (B,) int index into ``causes`` of each failing candidate's cause; -1 where it passed or
+            has no cause.
+        violation_m: (B,) float, metres: how far that candidate missed (NaN: no measure), or None.
+    """
+
+    passed: Any
+    causes: tuple[str, ...] = ()
+    cause_index: Any = None
+    violation_m: Any = None
+
+
 @dataclass
 class PlacementValidatorReport:
     """One validator's verdict on one layout (post-physics validators return one per env).
