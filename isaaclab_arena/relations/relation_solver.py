@@ -66,21 +66,22 @@ class OutputBuffers:
         self.shapes = {"pos": (b, n, 3), "rot": (b, n, 4), "loss": (b,), "iters": (b,), "bits": (b,),
                        "excess": (b, r), "cause": (b, r), "ovp": (b,), "ovd": (b,), "clp": (b,),
                        "cld": (b,)}
-        self.slices, off = {}, 0
+        self.layout, off = {}, 0
         for name, shape in self.shapes.items():
             size = math.prod(shape)
-            self.slices[name] = (off, off + size)
+            stride = tuple(math.prod(shape[d + 1:]) for d in range(len(shape)))
+            self.layout[name] = (shape, stride, off)
             off += size
         self.buf = torch.zeros(off, dtype=torch.int32, device=device)
         self.bbuf = torch.zeros(b * NUM_SLOTS, dtype=torch.bool, device=device)
 
     def views(self, buf: torch.Tensor, bbuf: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Named views of ``buf`` (int32, float32 where ``FLOATS``) and ``bbuf``: one ``as_strided`` each (a
+        B = 1 solve is dominated by such host work)."""
+        fbuf = buf.view(torch.float32)
         out = {"checks": bbuf.view(self.b, NUM_SLOTS)}
-        for name, (a, z) in self.slices.items():
-            t = buf[a:z]
-            if name in self.FLOATS:
-                t = t.view(torch.float32)
-            out[name] = t.view(self.shapes[name])
+        for name, (shape, stride, offset) in self.layout.items():
+            out[name] = (fbuf if name in self.FLOATS else buf).as_strided(shape, stride, offset)
         return out
 
     def snapshot(self) -> dict[str, torch.Tensor]:

@@ -56,7 +56,9 @@ class RelationSolverParams:
         penalty_margin_m: Extra depth (metres) the penalised terms push past their limit, so that a
             candidate's exit test (every violation <= 0) fires after a finite number of steps.
         init_attempts: Initial samples drawn per object (the first one that is free of overlap with the
-            objects placed before it is kept, else the least overlapping one).
+            objects placed before it is kept, else the least overlapping one). The draws stop at the first
+            free one, so more attempts cost little where free space is easy to find and spare optimiser
+            iterations where it is not (32: crowded14 1.74 ms per 256 candidates vs 2.22 ms with 8).
         cpu_threads: On the CPU, batches of 256 or more candidates are split over this many threads (each
             candidate is solved by one thread from its own random stream, so the layouts are the same for
             every value); None (the default) uses the cores this process may run on.
@@ -78,7 +80,7 @@ class RelationSolverParams:
     beta2: float = 0.99
     eps: float = 1e-8
     penalty_margin_m: float = 1e-3
-    init_attempts: int = 8
+    init_attempts: int = 32
     cpu_threads: int | None = None
 
     def __post_init__(self):

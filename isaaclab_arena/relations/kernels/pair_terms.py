@@ -32,20 +32,25 @@ TINY = wp.constant(1.0e-9)
 
 
 @wp.func
-def object_pose(T: SceneTables, S: CandidateState, b: int, k: int):
-    """(origin, xyzw rotation) of object k in candidate b (fixed objects: their fixed pose)."""
-    if k < T.n_mov:
-        return S.x[b, k], S.rot[b, k]
-    tf = T.fixed_pose[k - T.n_mov]
+def object_pose(n_mov: int, x: wp.array2d(dtype=wp.vec3), rot: wp.array2d(dtype=wp.quat),
+                fixed_pose: wp.array(dtype=wp.transform), b: int, k: int):
+    """(origin, xyzw rotation) of object k in candidate b (fixed objects: their fixed pose). Called as
+    ``object_pose(T.n_mov, S.x, S.rot, T.fixed_pose, b, k)``: the helpers of this module that are called from
+    several sites take the arrays they read, not the tables and state (which warp copies by value per call)."""
+    if k < n_mov:
+        return x[b, k], rot[b, k]
+    tf = fixed_pose[k - n_mov]
     return wp.transform_get_translation(tf), wp.transform_get_rotation(tf)
 
 
 @wp.func
-def obb_frame(T: SceneTables, S: CandidateState, b: int, e: int, k: int):
+def obb_frame(n_mov: int, local_lo: wp.array2d(dtype=wp.vec3), local_hi: wp.array2d(dtype=wp.vec3),
+              x: wp.array2d(dtype=wp.vec3), rot: wp.array2d(dtype=wp.quat), fixed_pose: wp.array(dtype=wp.transform),
+              b: int, e: int, k: int):
     """(world centre, half extents, cos yaw, sin yaw) of object k's local box turned about Z by its yaw."""
-    lo = T.local_lo[e, k]
-    hi = T.local_hi[e, k]
-    p, q = object_pose(T, S, b, k)
+    lo = local_lo[e, k]
+    hi = local_hi[e, k]
+    p, q = object_pose(n_mov, x, rot, fixed_pose, b, k)
     cs = 1.0 - 2.0 * (q[1] * q[1] + q[2] * q[2])
     sn = 2.0 * (q[0] * q[1] + q[2] * q[3])
     r = wp.sqrt(cs * cs + sn * sn)
@@ -66,8 +71,8 @@ def obb_pair(T: SceneTables, S: CandidateState, b: int, e: int, i: int, j: int, 
     """Separating-axis test of the boxes of i and j turned about Z, each grown by clearance / 2 (as
     ``box_overlaps``). Returns (depth, xy overlap, xy direction moving i away from j, z overlap, z sign):
     depth = the least overlap over the four box axes and Z (<= 0: apart or touching)."""
-    ci, hi, csi, sni = obb_frame(T, S, b, e, i)
-    cj, hj, csj, snj = obb_frame(T, S, b, e, j)
+    ci, hi, csi, sni = obb_frame(T.n_mov, T.local_lo, T.local_hi, S.x, S.rot, T.fixed_pose, b, e, i)
+    cj, hj, csj, snj = obb_frame(T.n_mov, T.local_lo, T.local_hi, S.x, S.rot, T.fixed_pose, b, e, j)
     d = ci - cj
     best = float(BIG)
     axis = wp.vec3(0.0)
@@ -111,8 +116,8 @@ def mesh_pair(T: SceneTables, S: CandidateState, b: int, e: int, i: int, j: int,
     gt = gj
     if pm[PI_TARGET] >= 0:
         gt = pm[PI_TARGET]
-    pi, qi = object_pose(T, S, b, i)
-    pj, qj = object_pose(T, S, b, j)
+    pi, qi = object_pose(T.n_mov, S.x, S.rot, T.fixed_pose, b, i)
+    pj, qj = object_pose(T.n_mov, S.x, S.rot, T.fixed_pose, b, j)
     depth = float(-BIG)
     push = wp.vec3(0.0)
     ok = int(1)
@@ -287,8 +292,8 @@ def support_term(T: SceneTables, S: CandidateState, b: int, e: int, s: int):
     if gc < 0 or gp < 0:
         return excess, grow, c, margin, row[2]
     plo, phi = obj_bounds(T, S, b, e, p)
-    xc, qc = object_pose(T, S, b, c)
-    xp, qp = object_pose(T, S, b, p)
+    xc, qc = object_pose(T.n_mov, S.x, S.rot, T.fixed_pose, b, c)
+    xp, qp = object_pose(T.n_mov, S.x, S.rot, T.fixed_pose, b, p)
     ok = int(1)
     for f in range(M.foot_start[gc], M.foot_start[gc + 1]):
         w = xc + wp.quat_rotate(qc, M.foot[f])

@@ -67,85 +67,99 @@ def pair_push(T: SceneTables, S: CandidateState, b: int, k: int, i: int, j: int,
         S.g[b, cj] = S.g[b, cj] + push
 
 
-@wp.func
-def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: int, margin: float,
-              accumulate: int):
-    """(largest violation of the penalised terms in metres (<= 0: all satisfied), penalty loss: the sum of
-    slope x weight x positive violation over those terms). With ``accumulate`` adds the push directions to
-    S.g. ``check_level`` uses the checks' thresholds (no clearance to fixed objects, the kinds' allowances)
-    instead of the solver's."""
-    vmax = float(-BIG)
-    loss = float(0.0)
-    for k in range(T.n_box_pairs):  # axis-aligned boxes
-        ij = T.pair_i[k]
-        i = ij[0]
-        j = ij[1]
-        lo_i, hi_i = obj_bounds(T, S, b, e, i)
-        lo_j, hi_j = obj_bounds(T, S, b, e, j)
-        c = T.pair_f[k][PF_CLEARANCE]
-        if check_level != 0 and j >= T.n_mov:
-            c = 0.0  # the checks: a fixed object may be touched (no_overlap); two placed ones keep clearance
-        o = box_overlaps(lo_i, hi_i, lo_j, hi_j, c)
-        d = vmin3(o)
-        vmax = wp.max(vmax, d)
-        loss += T.pair_w * wp.max(d, 0.0)
-        if accumulate != 0 and d + margin > 0.0:
-            pair_push(T, S, b, k, i, j, o, lo_i, hi_i, lo_j, hi_j)
-    for k in range(T.n_box_pairs, T.n_pairs):  # boxes turned about Z, or MESH
-        ij = T.pair_i[k]
-        c = T.pair_f[k][PF_CLEARANCE]
-        if check_level != 0 and ij[1] >= T.n_mov:
-            c = 0.0
-        dg, dirn = pair_term(T, S, b, e, k, c, BIG, allowed_axes(T, k))
-        vmax = wp.max(vmax, dg)
-        loss += T.pair_w * wp.max(dg, 0.0)
-        if accumulate != 0 and dg + margin > 0.0:
-            push_pair(T, S, b, ij[0], ij[1], dirn)
-    for r in range(T.kind_start[INTERVAL_END], T.kind_start[PENALTY_END]):
-        ri = T.rel_i[r]
-        f = T.rel_f[r]
-        ci = ri[RI_CHILD]
-        pi = ri[RI_PARENT]
-        clo, chi = obj_bounds(T, S, b, e, ci)
-        plo = clo
-        phi = chi
-        if pi >= 0:
-            plo, phi = obj_bounds(T, S, b, e, pi)
-        x = S.x[b, ci]
-        depth, allowance, grad = relation_penalty(ri[RI_KIND], ri[RI_AXIS], ri[RI_FLAG], f, x, clo, chi, plo, phi)
-        lim = float(0.0)
-        if check_level != 0:
-            lim = allowance
-        vmax = wp.max(vmax, depth - lim)
-        loss += f[WEIGHT] * wp.max(depth - lim, 0.0)
-        if accumulate != 0 and depth + margin > 0.0:
-            dirn = relation_push(ri[RI_KIND], T, S, b, ci, pi, x, clo, chi, plo, phi, ri[RI_AXIS], f)
-            S.g[b, ci] = S.g[b, ci] + f[WEIGHT] * dirn
+def _penalties(general: bool):
+    """The penalty function; ``general`` adds the OBB / MESH pairs and the MESH support terms (box scenes'
+    kernels keep the smaller function, which the CPU compiler inlines: an out-of-line call copies the scene
+    tables and candidate state, which warp passes by value)."""
+    suffix = "_general" if general else ""
+
+    @wp.func(name="penalties" + suffix)
+    def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: int, margin: float,
+                  accumulate: int):
+        """(largest violation of the penalised terms in metres (<= 0: all satisfied), penalty loss: the sum of
+        slope x weight x positive violation over those terms). With ``accumulate`` adds the push directions to
+        S.g. ``check_level`` uses the checks' thresholds (no clearance to fixed objects, the kinds' allowances)
+        instead of the solver's."""
+        vmax = float(-BIG)
+        loss = float(0.0)
+        for k in range(T.n_box_pairs):  # axis-aligned boxes
+            ij = T.pair_i[k]
+            i = ij[0]
+            j = ij[1]
+            lo_i, hi_i = obj_bounds(T, S, b, e, i)
+            lo_j, hi_j = obj_bounds(T, S, b, e, j)
+            c = T.pair_f[k][PF_CLEARANCE]
+            if check_level != 0 and j >= T.n_mov:
+                c = 0.0  # the checks: a fixed object may be touched (no_overlap); two placed ones keep clearance
+            o = box_overlaps(lo_i, hi_i, lo_j, hi_j, c)
+            d = vmin3(o)
+            vmax = wp.max(vmax, d)
+            loss += T.pair_w * wp.max(d, 0.0)
+            if accumulate != 0 and d + margin > 0.0:
+                pair_push(T, S, b, k, i, j, o, lo_i, hi_i, lo_j, hi_j)
+        if wp.static(general):
+            for k in range(T.n_box_pairs, T.n_pairs):  # boxes turned about Z, or MESH
+                ij = T.pair_i[k]
+                c = T.pair_f[k][PF_CLEARANCE]
+                if check_level != 0 and ij[1] >= T.n_mov:
+                    c = 0.0
+                dg, dirn = pair_term(T, S, b, e, k, c, BIG, allowed_axes(T, k))
+                vmax = wp.max(vmax, dg)
+                loss += T.pair_w * wp.max(dg, 0.0)
+                if accumulate != 0 and dg + margin > 0.0:
+                    push_pair(T, S, b, ij[0], ij[1], dirn)
+        for r in range(T.kind_start[INTERVAL_END], T.kind_start[PENALTY_END]):
+            ri = T.rel_i[r]
+            f = T.rel_f[r]
+            ci = ri[RI_CHILD]
+            pi = ri[RI_PARENT]
+            clo, chi = obj_bounds(T, S, b, e, ci)
+            plo = clo
+            phi = chi
+            if pi >= 0:
+                plo, phi = obj_bounds(T, S, b, e, pi)
+            x = S.x[b, ci]
+            depth, allowance, grad = relation_penalty(ri[RI_KIND], ri[RI_AXIS], ri[RI_FLAG], f, x, clo, chi, plo, phi)
+            lim = float(0.0)
+            if check_level != 0:
+                lim = allowance
+            vmax = wp.max(vmax, depth - lim)
+            loss += f[WEIGHT] * wp.max(depth - lim, 0.0)
+            if accumulate != 0 and depth + margin > 0.0:
+                dirn = relation_push(ri[RI_KIND], T, S, b, ci, pi, x, clo, chi, plo, phi, ri[RI_AXIS], f)
+                S.g[b, ci] = S.g[b, ci] + f[WEIGHT] * dirn
+                if pi >= 0 and pi < T.n_mov:
+                    S.g[b, pi] = S.g[b, pi] - f[WEIGHT] * dirn
+        # INTERVAL relations to a movable parent that lost an interval conflict: push the parent
+        for r in range(T.kind_start[INTERVAL_END]):
+            ri = T.rel_i[r]
+            pi = ri[RI_PARENT]
             if pi >= 0 and pi < T.n_mov:
-                S.g[b, pi] = S.g[b, pi] - f[WEIGHT] * dirn
-    # INTERVAL relations to a movable parent that lost an interval conflict: push the parent
-    for r in range(T.kind_start[INTERVAL_END]):
-        ri = T.rel_i[r]
-        pi = ri[RI_PARENT]
-        if pi >= 0 and pi < T.n_mov:
-            res, shift = parent_residual(T, S, b, e, r)
-            vmax = wp.max(vmax, res)
-            w = T.rel_f[r][WEIGHT]
-            loss += w * res
-            if accumulate != 0 and res > 0.0:
-                S.g[b, pi] = S.g[b, pi] - wp.vec3(w * wp.sign(shift[0]), w * wp.sign(shift[1]),
-                                                  w * wp.sign(shift[2]))
-    # MESH support terms: an On footprint over its fixed support's mesh (the solver aims ``sm`` inside)
-    for s in range(T.n_support):
-        ex, grow, sc, sm, sr = support_term(T, S, b, e, s)
-        if check_level == 0:
-            ex = ex + sm
-        w = T.rel_f[sr][WEIGHT]
-        vmax = wp.max(vmax, ex)
-        loss += w * wp.max(ex, 0.0)
-        if accumulate != 0 and ex + margin > 0.0:
-            S.g[b, sc] = S.g[b, sc] + w * grow
-    return vmax, loss
+                res, shift = parent_residual(T, S, b, e, r)
+                vmax = wp.max(vmax, res)
+                w = T.rel_f[r][WEIGHT]
+                loss += w * res
+                if accumulate != 0 and res > 0.0:
+                    S.g[b, pi] = S.g[b, pi] - wp.vec3(w * wp.sign(shift[0]), w * wp.sign(shift[1]),
+                                                      w * wp.sign(shift[2]))
+        if wp.static(general):
+            # MESH support terms: an On footprint over its fixed support's mesh (the solver aims ``sm`` inside)
+            for s in range(T.n_support):
+                ex, grow, sc, sm, sr = support_term(T, S, b, e, s)
+                if check_level == 0:
+                    ex = ex + sm
+                w = T.rel_f[sr][WEIGHT]
+                vmax = wp.max(vmax, ex)
+                loss += w * wp.max(ex, 0.0)
+                if accumulate != 0 and ex + margin > 0.0:
+                    S.g[b, sc] = S.g[b, sc] + w * grow
+        return vmax, loss
+
+    return penalties
+
+
+penalties = _penalties(False)
+penalties_general = _penalties(True)
 
 
 @wp.func

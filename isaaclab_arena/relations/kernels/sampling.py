@@ -142,75 +142,89 @@ def clutter_miss(T: SceneTables, S: CandidateState, b: int, e: int, r: int) -> f
     return wp.max(clutter_on.footprint_excess(clo, chi, plo, phi, T.rel_f[r]), 0.0)
 
 
-@wp.func
-def kick(T: SceneTables, S: CandidateState, b: int, e: int, seed: int, draw: int):
-    """Restart of a stuck candidate (called at a late checkpoint whose checks still fail): picks one movable
-    object of the most overlapping no_overlap pair (at the check's zero clearance; else the subject of the
-    first PENALTY relation the check rejects, else of the first MESH support term that fails), or the movable
-    parent that carries it (a NextTo subject moves with its parent). Returns (that object, or -1 when nothing
-    is to move or it is a ClutterOn release; the restart's random state; whether the caller still draws it):
-    the caller re-draws it as in initial sampling (``project`` with ``redraw``), then re-projects and repairs
-    everything. An OBB / MESH object (flag GENERAL_PAIRS) is drawn here instead: of KICK_TRIES draws over
-    its last projection interval, the one that penetrates the others (and leaves its support's mesh) least."""
-    best = float(0.0)
-    kb = int(-1)
-    for k in range(T.n_pairs):
-        d = float(0.0)
-        if k < T.n_box_pairs:
-            ij = T.pair_i[k]
-            lo_i, hi_i = obj_bounds(T, S, b, e, ij[0])
-            lo_j, hi_j = obj_bounds(T, S, b, e, ij[1])
-            d = vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, 0.0))
+def _kick(general: bool):
+    """The restart function; ``general`` adds the OBB / MESH pairs, MESH support terms and the multi-draw
+    restart of OBB / MESH objects (box scenes' kernels keep the smaller function)."""
+    suffix = "_general" if general else ""
+
+    @wp.func(name="kick" + suffix)
+    def kick(T: SceneTables, S: CandidateState, b: int, e: int, seed: int, draw: int):
+        """Restart of a stuck candidate (called at a late checkpoint whose checks still fail): picks one movable
+        object of the most overlapping no_overlap pair (at the check's zero clearance; else the subject of the
+        first PENALTY relation the check rejects, else of the first MESH support term that fails), or the movable
+        parent that carries it (a NextTo subject moves with its parent). Returns (that object, or -1 when nothing
+        is to move or it is a ClutterOn release; the restart's random state; whether the caller still draws it):
+        the caller re-draws it as in initial sampling (``project`` with ``redraw``), then re-projects and repairs
+        everything. An OBB / MESH object (flag GENERAL_PAIRS) is drawn here instead: of KICK_TRIES draws over
+        its last projection interval, the one that penetrates the others (and leaves its support's mesh) least."""
+        best = float(0.0)
+        kb = int(-1)
+        for k in range(T.n_pairs):
+            d = float(0.0)
+            if k < T.n_box_pairs:
+                ij = T.pair_i[k]
+                lo_i, hi_i = obj_bounds(T, S, b, e, ij[0])
+                lo_j, hi_j = obj_bounds(T, S, b, e, ij[1])
+                d = vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, 0.0))
+            if wp.static(general):
+                if k >= T.n_box_pairs:
+                    d, dirn = pair_term(T, S, b, e, k, 0.0, BIG, ANY_AXIS)
+            if d > best:
+                best = d
+                kb = k
+        st = candidate_rng(seed, e, draw)
+        o = int(-1)
+        if kb >= 0:
+            ij = T.pair_i[kb]
+            o = ij[0]
+            if ij[1] < T.n_mov and wp.randf(st) < 0.5:
+                o = ij[1]
         else:
-            d, dirn = pair_term(T, S, b, e, k, 0.0, BIG, ANY_AXIS)
-        if d > best:
-            best = d
-            kb = k
-    st = candidate_rng(seed, e, draw)
-    o = int(-1)
-    if kb >= 0:
-        ij = T.pair_i[kb]
-        o = ij[0]
-        if ij[1] < T.n_mov and wp.randf(st) < 0.5:
-            o = ij[1]
-    else:
-        o = worst_penalty_subject(T, S, b, e)
-        for s in range(T.n_support):  # else a footprint off its support's mesh (e.g. over a sink cut-out)
-            if o < 0:
-                ex, grow, sc, sm, sr = support_term(T, S, b, e, s)
-                if ex > T.slack:
-                    o = sc
-    redraw = int(1)
-    if o >= 0:
-        for depth in range(4):  # climb to the root of a chain of movable parents
-            oi = T.obj_i[o]
-            up = int(-1)
-            for q in range(oi[OI_PROJ0], oi[OI_PROJ1]):
-                pp = T.rel_i[T.proj[q]][RI_PARENT]
-                if up < 0 and pp >= 0 and pp < T.n_mov:
-                    up = pp
-            if up >= 0:
-                o = up
-        if T.obj_i[o][OI_CLUTTER] >= 0:
-            o = -1
-    if o >= 0 and (T.obj_i[o][OI_FLAGS] & FLAG_GENERAL_PAIRS) != 0:
-        # one scoring call site (a while loop), so that it inlines
-        slo, shi = obj_bounds(T, S, b, e, T.obj_i[o][OI_SUPPORT])
-        lo = S.ilo[b, o]
-        hi = S.ihi[b, o]
-        keep = S.x[b, o]
-        best = float(BIG)
-        t = int(0)
-        while t < KICK_TRIES:
-            p, st = draw_pose(st, lo, hi, slo, shi, S.olo[b, o], S.ohi[b, o])
-            S.x[b, o] = p
-            score = placed_penetration(T, S, b, e, o, T.n_mov) + placed_general(T, S, b, e, o, T.n_mov)
-            if score < best:
-                best = score
-                keep = p
-            t += 1
-            if best <= 0.0:
-                t = KICK_TRIES
-        S.x[b, o] = keep
-        redraw = 0
-    return o, st, redraw
+            o = worst_penalty_subject(T, S, b, e)
+        if wp.static(general):
+            for s in range(T.n_support):  # else a footprint off its support's mesh (e.g. over a sink cut-out)
+                if o < 0:
+                    ex, grow, sc, sm, sr = support_term(T, S, b, e, s)
+                    if ex > T.slack:
+                        o = sc
+        redraw = int(1)
+        if o >= 0:
+            for depth in range(4):  # climb to the root of a chain of movable parents
+                oi = T.obj_i[o]
+                up = int(-1)
+                for q in range(oi[OI_PROJ0], oi[OI_PROJ1]):
+                    pp = T.rel_i[T.proj[q]][RI_PARENT]
+                    if up < 0 and pp >= 0 and pp < T.n_mov:
+                        up = pp
+                if up >= 0:
+                    o = up
+            if T.obj_i[o][OI_CLUTTER] >= 0:
+                o = -1
+        if wp.static(general):
+            if o >= 0 and (T.obj_i[o][OI_FLAGS] & FLAG_GENERAL_PAIRS) != 0:
+                # one scoring call site (a while loop), so that it inlines
+                slo, shi = obj_bounds(T, S, b, e, T.obj_i[o][OI_SUPPORT])
+                lo = S.ilo[b, o]
+                hi = S.ihi[b, o]
+                keep = S.x[b, o]
+                best = float(BIG)
+                t = int(0)
+                while t < KICK_TRIES:
+                    p, st = draw_pose(st, lo, hi, slo, shi, S.olo[b, o], S.ohi[b, o])
+                    S.x[b, o] = p
+                    score = placed_penetration(T, S, b, e, o, T.n_mov) + placed_general(T, S, b, e, o, T.n_mov)
+                    if score < best:
+                        best = score
+                        keep = p
+                    t += 1
+                    if best <= 0.0:
+                        t = KICK_TRIES
+                S.x[b, o] = keep
+                redraw = 0
+        return o, st, redraw
+
+    return kick
+
+
+kick = _kick(False)
+kick_general = _kick(True)

@@ -73,24 +73,37 @@ def _finalize_kernel(general: bool):
                         moved = wp.max(moved, wp.length(S.x[b, i] - x0))
                     if moved <= 1.0e-7:
                         break
+        # one evaluation call site (so that it inlines): step 0 scores the solved layout when RandomAroundSolution
+        # offsets follow (ranking uses the solved layout's loss: the random offsets are not the solution's
+        # fault), then draws the offsets; step 1 judges the final poses
+        step = int(1)
+        if P.do_post != 0:
             for i in range(n):
                 if T.obj_i[i][OI_RANDOM] != 0:
-                    if solved_loss < 0.0:
-                        # ranking uses the solved layout's loss: the random offsets are not the solution's fault
-                        # (the checks below still judge the final poses)
-                        solved_loss = wp.static(evaluate)(T, S, b, e, 0, O)
-                    of = T.obj_f[i]
-                    d = wp.vec3(wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS], wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS + 1],
-                                wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS + 2])
-                    S.x[b, i] = S.x[b, i] + d
-                    dq = rpy_quat(wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT], wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT + 1],
-                                  wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT + 2])
-                    q = wp.normalize(dq * S.rot[b, i])
-                    S.rot[b, i] = q
-                    lo, hi = rotated_offsets(q, T.local_lo[e, i], T.local_hi[e, i])
-                    S.olo[b, i] = lo
-                    S.ohi[b, i] = hi
-        loss = wp.static(evaluate)(T, S, b, e, P.write_checks, O)
+                    step = 0
+        loss = float(0.0)
+        while step < 2:
+            value = wp.static(evaluate)(T, S, b, e, P.write_checks * step, O)
+            if step == 0:
+                solved_loss = value
+                for i in range(n):
+                    if T.obj_i[i][OI_RANDOM] != 0:
+                        of = T.obj_f[i]
+                        d = wp.vec3(wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS],
+                                    wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS + 1],
+                                    wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_POS + 2])
+                        S.x[b, i] = S.x[b, i] + d
+                        dq = rpy_quat(wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT],
+                                      wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT + 1],
+                                      wp.randf(st, -1.0, 1.0) * of[OF_RANDOM_ROT + 2])
+                        q = wp.normalize(dq * S.rot[b, i])
+                        S.rot[b, i] = q
+                        lo, hi = rotated_offsets(q, T.local_lo[e, i], T.local_hi[e, i])
+                        S.olo[b, i] = lo
+                        S.ohi[b, i] = hi
+            else:
+                loss = value
+            step += 1
         if solved_loss >= 0.0:
             loss = solved_loss
         O.loss[b] = loss
