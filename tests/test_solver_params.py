@@ -97,7 +97,7 @@ def test_pooled_fill_prints_one_solver_line_per_batch(capsys, monkeypatch):
 
 # ---------------------------------------------------------------------------------------------- profile
 def test_profile_prints_wall_time_batch_pairs_and_ms_per_iter(capsys):
-    pl = placer(profile=True)
+    pl = placer(profile=True, init_attempts=1)  # one draw per object: some candidates are left to iterate
     scene = SCENES["all_relations"]()
     batch = pl.place_batch(scene, *ids(64, 8), num_envs=8)
     out = lines(capsys.readouterr().out, "[solver profile]")
@@ -131,7 +131,7 @@ def test_profile_off_prints_nothing_and_does_not_change_layouts(capsys):
 def test_position_history_snapshots_every_10_iterations_nan_after_the_stop():
     scene = crowded_scene(24)  # dense enough that some candidates iterate
     env, draw = ids(96, 32)
-    pl = placer(save_position_history=True)
+    pl = placer(save_position_history=True, init_attempts=1)  # one draw per object: some candidates iterate
     batch = pl.place_batch(scene, env, draw, num_envs=32)
     h = batch.position_history
     n = len(batch.object_names)
