@@ -222,8 +222,7 @@ class _SceneCompiler:
         return ints, floats, compiled, kind_start
 
     def overlap_pairs(self):
-        """no_overlap pairs (movable i, movable or fixed collider j), their clearance and push axes, and
-        each movable object's pair list."""
+        """no_overlap pairs (movable i, movable or fixed collider j) and their clearance and push axes."""
         n_mov = self.n_mov
         default = self.solver_params.collision_mode
         colliders = [n_mov + f for f, a in enumerate(self.fixed)
@@ -241,12 +240,7 @@ class _SceneCompiler:
                     axes = [1.0, 1.0, 0.0]
                 pairs.append((i, j))
                 pair_f.append([self.pair_clearance.get(key, clearance)] + axes)
-        adj = [[] for _ in range(n_mov)]
-        for k, (i, j) in enumerate(pairs):
-            adj[i].append(k)
-            if j < n_mov:
-                adj[j].append(k)
-        return pairs, pair_f, adj
+        return pairs, pair_f
 
     def object_rows(self, ints, adj, general=frozenset()):
         """Per movable object: its ObjectColumn row, its ObjectParam row, and the flat projection and pair
@@ -331,12 +325,17 @@ def _box_pairs_first(pairs, pair_f, geo, n_mov: int):
     geo.pair_objects = [geo.pair_objects[k] for k in order]
     geo.obb_pairs = sorted(new[k] for k in geo.obb_pairs)
     pairs, pair_f = [pairs[k] for k in order], [pair_f[k] for k in order]
+    return pairs, pair_f, _pair_lists(pairs, n_mov)
+
+
+def _pair_lists(pairs, n_mov: int) -> list[list[int]]:
+    """Each movable object's pair indices (the kernels' ``adj``)."""
     adj = [[] for _ in range(n_mov)]
     for k, (i, j) in enumerate(pairs):
         adj[i].append(k)
         if j < n_mov:
             adj[j].append(k)
-    return pairs, pair_f, adj
+    return adj
 
 
 def _device_array(values, dtype, width, device, keep):
@@ -363,7 +362,7 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
     sc = _SceneCompiler(assets, num_envs, placement_seed, placer_params)
     local_lo, local_hi, fixed_lo, fixed_hi = sc.geometry()
     ints, floats, compiled, kind_start = sc.relation_rows()
-    pairs, pair_f, _ = sc.overlap_pairs()
+    pairs, pair_f = sc.overlap_pairs()
     geo = compile_pair_geometry(sc, pairs, ints, local_lo, local_hi, device)
     pairs, pair_f, adj = _box_pairs_first(pairs, pair_f, geo, sc.n_mov)
     general = {k for p, m in zip(pairs, geo.modes) if m[0] for k in p} | {ints[r][1] for r in geo.support_relations}
