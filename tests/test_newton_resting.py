@@ -87,3 +87,29 @@ def test_the_builder_names_what_mujoco_contacts_get_wrong(caplog):
     said = [r.getMessage() for r in caplog.records if "under newton_mjwarp" in r.getMessage()]
     assert said and all(m.startswith("environment 'heterogeneous_tabletop' under newton_mjwarp: ") for m in said)
     assert len(said) == 2
+
+
+def test_the_builder_says_newton_does_not_hold_mesh_colliders(caplog):
+    """Measured with scripts/bench_resting.py: under Newton the MESH examples' objects fall through their supports;
+    the builder names the mesh-collider assets of such a scene (and of no plain-shape scene)."""
+    import os
+
+    from isaaclab_arena.env_spec.arena_env_graph_spec import ArenaEnvGraphSpec
+    from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
+    from isaaclab_arena.environments.physics import mesh_collider_assets, newton_resting_caveats
+
+    spec = os.path.join(TABLETOP, "mesh_tucked_objects.yaml")
+    arena_env = ArenaEnvGraphSpec.from_yaml(spec).to_arena_env()
+    meshed = mesh_collider_assets(arena_env.assets)
+    assert {"mug", "bowl"} <= set(meshed)  # the hollow bowl and the mug with a handle (convex parts)
+    assert not any(a.name in meshed for a in arena_env.assets if getattr(a, "usd_path", None) is None)
+    caveats = newton_resting_caveats(arena_env.assets)
+    assert len(caveats) == 1 and "mesh colliders (" in caveats[0] and "bowl" in caveats[0]
+    plain = ArenaEnvGraphSpec.from_yaml(os.path.join(TABLETOP, "mug_bowl_table.yaml")).to_arena_env()
+    assert mesh_collider_assets(plain.assets) == [] and newton_resting_caveats(plain.assets) == []
+    with caplog.at_level(logging.WARNING):
+        ArenaEnvBuilder(arena_env, ArenaEnvBuilderCfg(num_envs=2, physics="newton_mjwarp",
+                                                      placement_seed=1)).compose_manager_cfg()
+    said = [r.getMessage() for r in caplog.records if "under newton_mjwarp" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("environment 'mesh_tucked_objects' under newton_mjwarp: objects "
+                                                 "with USD mesh colliders")
