@@ -72,9 +72,22 @@ def run_page(page: str, cwd: str, repo: str) -> list[str]:
     return outs
 
 
+def user_folder(tmp_path) -> str:
+    """A working folder outside the checkout that sees the checkout's top-level entries (symlinks), so the
+    snippets' repo-relative paths resolve while everything they write lands in this folder, not the checkout."""
+    ws = tmp_path / "user"
+    ws.mkdir()
+    for name in os.listdir(ARENA_ROOT):
+        if not name.startswith(".") and name != "outputs" and not name.startswith("_docs_block_"):
+            os.symlink(os.path.join(ARENA_ROOT, name), ws / name)
+    return str(ws)
+
+
 @pytest.mark.parametrize("page", [p for p in pages() if p != "GETTING_STARTED.md" and blocks(p)])
-def test_every_snippet_of_the_page_runs(page):
-    run_page(page, ARENA_ROOT, ARENA_ROOT)
+def test_every_snippet_of_the_page_runs(page, tmp_path):
+    before = set(os.listdir(ARENA_ROOT))
+    run_page(page, user_folder(tmp_path), ARENA_ROOT)
+    assert set(os.listdir(ARENA_ROOT)) - before == set()  # the checkout gains nothing
 
 
 def test_docs_pages_are_linked_from_the_index_and_the_readme():
