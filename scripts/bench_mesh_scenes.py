@@ -25,7 +25,7 @@ import time
 
 import torch
 
-from bench_timing import sustained
+from bench_timing import sustained_placement
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SPECS = {"mesh_tucked": "isaaclab_arena_environments/tabletop/mesh_tucked_objects.yaml",
@@ -80,17 +80,7 @@ def bench(name: str, batches: list[int], timing: dict, device: str) -> None:
         print(f"bench scene={name} collision={collision} compile_s={time.perf_counter() - t0:.3f}", flush=True)
         draws = [0]
         for b in batches:
-            env_ids = torch.arange(b, device=device)
-            counts = {"valid": 0, "total": 0}
-
-            def run(env_ids=env_ids, counts=counts):
-                draws[0] += 1
-                batch = placer.place_problem(problem, env_ids, torch.full_like(env_ids, draws[0]))
-                counts["valid"] += int(batch.passed.sum())
-                counts["total"] += batch.passed.shape[0]
-
-            s = sustained(run, **timing)
-            rate = counts["valid"] / counts["total"]
+            s, rate = sustained_placement(placer, problem, torch.arange(b, device=device), draws, timing)
             rates[(collision, b)] = b / s.median
             print(f"bench scene={name} collision={collision} batch={b} layouts_per_s={b / s.median:.0f} "
                   f"valid_rate={rate:.4f} valid_layouts_per_s={rate * b / s.median:.0f} "

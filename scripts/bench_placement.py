@@ -51,7 +51,7 @@ if not os.environ.get("PYTHONPATH"):
 
 import torch  # noqa: E402
 
-from bench_timing import code_line, sustained  # noqa: E402
+from bench_timing import code_line, sustained, sustained_placement  # noqa: E402
 from isaaclab_arena.relations.scenes import SCENES, TABLE_SIZE  # noqa: E402
 
 try:  # placer settings of the chain scenes (absent in older checkouts)
@@ -163,18 +163,7 @@ def bench_scene(name: str, batches: list[int], timing: dict, device: str, result
     print(f"bench scene={name} compile_s={time.perf_counter() - t0:.3f}", flush=True)
     draws = [0]
     for b in batches:
-        env_ids = torch.arange(b, device=device)
-        counts = {"valid": 0, "total": 0}
-
-        def run(env_ids=env_ids, counts=counts):
-            draws[0] += 1
-            batch = placer.place_problem(problem, env_ids, torch.full_like(env_ids, draws[0]))
-            counts["valid"] += int(batch.passed.sum())  # also waits for the device
-            counts["total"] += batch.passed.shape[0]
-
-        s = sustained(run, **timing)
-        # the warm-up calls are in the counts too: the valid rate is over every call made
-        rate = counts["valid"] / counts["total"]
+        s, rate = sustained_placement(placer, problem, torch.arange(b, device=device), draws, timing)
         results[(name, b)] = b / s.median
         print(f"bench scene={name} batch={b} layouts_per_s={b / s.median:.0f} valid_rate={rate:.4f} "
               f"ms_per_solve={s.median * 1e3:.3f} valid_layouts_per_s={rate * b / s.median:.0f} "

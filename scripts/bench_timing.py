@@ -77,6 +77,24 @@ def sustained(call, window_s: float = 1.0, windows: int = 5, warmup_s: float = 0
     return sustained_samples(walls, cpus)
 
 
+def sustained_placement(placer, problem, env_ids, draws: list[int], timing: dict) -> tuple[Sustained, float]:
+    """``sustained`` over ``placer.place_problem(problem, env_ids, draw)`` calls, each with the next draw id
+    (``draws[0]``, advanced in place so that successive batch sizes never repeat a draw), and the share of
+    candidates that passed every required check over every call made (warm-up included)."""
+    import torch
+
+    counts = {"valid": 0, "total": 0}
+
+    def run():
+        draws[0] += 1
+        batch = placer.place_problem(problem, env_ids, torch.full_like(env_ids, draws[0]))
+        counts["valid"] += int(batch.passed.sum())  # also waits for the device
+        counts["total"] += batch.passed.shape[0]
+
+    s = sustained(run, **timing)
+    return s, counts["valid"] / counts["total"]
+
+
 def sustained_samples(walls: list[list[float]], cpus: list[list[float]] | None = None) -> Sustained:
     """A :class:`Sustained` from per-window lists of per-call wall seconds (the windows' means, their median) and
     optionally the same lists of CPU seconds."""
