@@ -222,5 +222,5 @@ def test_asset_fields_use_the_helper():
         Object("a", bounding_box=AxisAlignedBoundingBox.from_size((1, 1, 1)), object_type="static")
     with pytest.raises(ValueError, match="asset 'a': collision_mode='sdf' is not a valid CollisionMode"):
         Object("a", bounding_box=AxisAlignedBoundingBox.from_size((1, 1, 1)), collision_mode="sdf")
-    with pytest.raises(ValueError, match="asset: name must be a non-empty identifier"):
+    with pytest.raises(ValueError, match="asset: name must be ASCII letters, digits and _, not starting with a digit"):
         Object("", bounding_box=AxisAlignedBoundingBox.from_size((1, 1, 1)))

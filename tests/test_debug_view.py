@@ -2,8 +2,9 @@
 ``.rrd`` it writes for a failing scene read back with rerun's own reader, the error without rerun-sdk, and
 that with the flags off the core never touches it.
 
-The tests that write recordings need ``rerun-sdk`` (an optional extra: ``.ci/run`` installs it with
-``scripts/arena_python.sh -m isaaclab_arena.debug.rerun_import``); without it they skip, saying so.
+The tests that write recordings need ``rerun-sdk`` (pinned in ``requirements.txt``, so the project's environment
+has it); in an environment without it they skip, saying so. The tests of the error without it hide the package
+(``_hide_rerun``: a ``rerun`` package on ``PYTHONPATH`` that raises ``ImportError``).
 """
 
 from __future__ import annotations
@@ -127,12 +128,21 @@ def test_debug_flags_off_never_import_the_view():
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
+def _hide_rerun(tmp_path) -> str:
+    """A folder holding a ``rerun`` package that cannot be imported: first on ``PYTHONPATH``, it hides the
+    environment's rerun-sdk."""
+    folder = tmp_path / "hide_rerun"
+    (folder / "rerun").mkdir(parents=True)
+    (folder / "rerun" / "__init__.py").write_text("raise ImportError('rerun-sdk hidden by the test')\n")
+    return str(folder)
+
+
 def test_without_rerun_the_flag_fails_with_the_install_command(tmp_path):
     code = ("from isaaclab_arena.relations.object_placer import ObjectPlacer\n"
             "from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams\n"
             "ObjectPlacer(ObjectPlacerParams(debug_visualize=True))\n")
     env = {**os.environ, "ISAACLAB_ARENA_RERUN_DIR": str(tmp_path / "none"),
-           "PYTHONPATH": ARENA_ROOT}  # the environment itself has no rerun-sdk
+           "PYTHONPATH": f"{ARENA_ROOT}:{_hide_rerun(tmp_path)}"}
     out = subprocess.run([sys.executable, "-c", code], cwd=str(tmp_path), env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode != 0
@@ -283,10 +293,12 @@ def test_runner_flag_without_rerun_is_one_error_line_with_the_install_command(tm
     spec = os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "tabletop", "mug_bowl_table.yaml")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["ISAACLAB_ARENA_RERUN_DIR"] = str(tmp_path / "none")
+    env["PYTHONPATH"] = _hide_rerun(tmp_path)  # after the checkout, before the environment's packages
     out = subprocess.run([os.path.join(ARENA_ROOT, "scripts", "arena_python.sh"), runner, "--env_spec", spec,
                           "--num_envs", "1", "--num_steps", "1", "--debug_visualize", "--output_dir", str(tmp_path)],
                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 2, out.stderr[-2000:]
     errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
-    assert errors == [f"error: debug_visualize needs the optional package rerun-sdk==0.41.0, which is not installed; "
-                      f"install it with: {INSTALL_COMMAND}"]
+    assert errors == ["error: debug_visualize needs rerun-sdk==0.41.0 (pinned in requirements.txt), which this "
+                      "Python environment lacks; run through scripts/arena_python.sh, or install it with: "
+                      f"{INSTALL_COMMAND}"]

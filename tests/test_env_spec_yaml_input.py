@@ -106,8 +106,8 @@ def test_reference_null_on_a_binary_kind_is_still_missing(tmp_path):
     ("kind: next_to\n", "kind: next_to\n    distance: 0.1\n", "unknown parameter 'distance' (did you mean "
      "'distance_m'?)", "distance"),  # parse time
     ("clearance_m: 0.01", "clearance_m: -0.01", "On: clearance_m must be >= 0", "params.clearance_m"),  # constructor
-    ("clearance_m: 0.01", "clearance_m: 5.0", "clearance_m=5 m is larger than the whole scene (1.200 m",
-     "params.clearance_m"),  # plausibility
+    ("clearance_m: 0.01", "clearance_m: 5.0", "On: clearance_m=5 m is larger than its support 'table'",
+     "params.clearance_m"),  # constructor: a length above its support
 ])
 def test_relation_id_names_the_relation_in_messages(tmp_path, old, new, fragment, key):
     text = SCENE.replace(old, new)
@@ -296,7 +296,7 @@ def test_runner_uses_the_spec_run_settings(tmp_path):
 
 @pytest.mark.parametrize("old,new,fragments", [
     ("clearance_m: 0.01", "clearance_m: 5.0", ("relations[2] (id 'bowl_on_table'", "key 'params.clearance_m'",
-                                                "larger than the whole scene")),
+                                                "larger than its support 'table'")),
     ("x_limits: [null, 0.1]", "x_limits: [null, -1.0]", ("relations[4] (id 'mug_left_half'", "key 'params.x_limits'",
                                                           "no position over its support 'table'")),
     ("{id: mug, registry_name: mug}", "{id: mug, registry_name: box, params: {size: [0.08, -0.08, 0.1]}}",

@@ -37,7 +37,7 @@ class PlaceableAsset:
 
     def __init__(self, name: str, object_type: ObjectType | str = ObjectType.RIGID, initial_pose: Pose | None = None,
                  collision_mode: CollisionMode | str | None = None):
-        self.name = checks.identifier(name, "asset", "name")
+        self.name = checks.asset_id(name, "asset", "name")
         owner = f"asset '{name}'"
         self.object_type = checks.enum_member(ObjectType, object_type, owner, "object_type")
         self.initial_pose = checks.instance_of(initial_pose, Pose, owner, "initial_pose", "a Pose", optional=True)

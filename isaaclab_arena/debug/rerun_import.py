@@ -1,11 +1,13 @@
-"""Finding the optional ``rerun-sdk`` package, and installing it outside the project's environment.
+"""Importing ``rerun-sdk`` for the debug view, and a fallback installer for an environment that lacks it.
 
-``rerun-sdk`` is not in ``requirements.txt`` (the shared environment stays as it is). The installer
-(``scripts/arena_python.sh -m isaaclab_arena.debug.rerun_import``) puts the pinned version with ``pyarrow``
-(its one dependency the environment lacks) into a folder of its own, ``~/.cache/isaaclab_arena/tools-rerun/
-<version>`` (``ISAACLAB_ARENA_RERUN_DIR`` overrides it); ``import_rerun`` imports ``rerun`` from the
-environment when it is there, else from that folder (appended to ``sys.path``, so the environment's own
-packages still win).
+``rerun-sdk`` (with ``pyarrow``) is pinned in ``requirements.txt`` at ``RERUN_SDK_VERSION`` /
+``PYARROW_VERSION``, so the project's environment (``scripts/ensure_env.sh``) has it and ``import rerun`` just
+works; ``tests/test_hostile_inputs.py`` keeps the pins and these constants equal. ``import_rerun`` imports it
+from the environment; only when an environment was built without it (another interpreter, an older
+environment) does it look in a folder of its own, ``~/.cache/isaaclab_arena/tools-rerun/<version>``
+(``ISAACLAB_ARENA_RERUN_DIR`` overrides it), which ``scripts/arena_python.sh -m isaaclab_arena.debug.rerun_import``
+fills (appended to ``sys.path``, so the environment's own packages still win). Run in the project's
+environment, that command only reports the version it finds.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import shutil
 import subprocess
 import sys
 
-#: The rerun-sdk release the debug view is written and tested against (and pyarrow, its dependency).
+#: The rerun-sdk release the debug view is written and tested against (and pyarrow, its dependency); the same
+#: versions are pinned in requirements.txt.
 RERUN_SDK_VERSION = "0.41.0"
 PYARROW_VERSION = "26.0.1"
 #: The command that installs it (printed by the error below).
@@ -50,8 +53,8 @@ def import_rerun():
                 f"debug_visualize: rerun-sdk in {folder} does not import ({err}); reinstall it with: "
                 f"{INSTALL_COMMAND}") from None
     raise DebugViewerUnavailableError(
-        f"debug_visualize needs the optional package rerun-sdk=={RERUN_SDK_VERSION}, which is not installed; "
-        f"install it with: {INSTALL_COMMAND}")
+        f"debug_visualize needs rerun-sdk=={RERUN_SDK_VERSION} (pinned in requirements.txt), which this Python "
+        f"environment lacks; run through scripts/arena_python.sh, or install it with: {INSTALL_COMMAND}")
 
 
 def viewer_executable() -> str | None:
@@ -85,5 +88,19 @@ def install(folder: str | None = None) -> str:
     return folder
 
 
+def environment_version() -> str | None:
+    """The version of ``rerun-sdk`` installed in this environment itself (not the fallback folder), else None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("rerun-sdk")
+    except metadata.PackageNotFoundError:
+        return None
+
+
 if __name__ == "__main__":
-    print(f"rerun-sdk {RERUN_SDK_VERSION} is in {install()}")
+    found = environment_version()
+    if found is not None:
+        print(f"rerun-sdk {found} is in this environment (requirements.txt pins {RERUN_SDK_VERSION}); nothing to install")
+    else:
+        print(f"rerun-sdk {RERUN_SDK_VERSION} is in {install()}")

@@ -10,6 +10,7 @@ recording on a machine without a display); ``--view`` opens it in the Rerun view
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import warnings
@@ -57,7 +58,17 @@ def read_rrd(path: str) -> dict[str, EntityRows]:
 
 
 def open_viewer(path: str, screenshot: str | None = None) -> int:
-    """Runs the Rerun viewer on ``path`` (or renders ``screenshot``, 1600 x 1000 points, and exits)."""
+    """Runs the Rerun viewer on ``path`` (or renders ``screenshot``, 1600 x 1000 points, and exits). Without a
+    display (``DISPLAY`` / ``WAYLAND_DISPLAY``) it says so in one line, with the recording's path, and returns 2."""
+    if not os.path.isfile(path):
+        print(f"error: {path}: no such recording (paths are taken from the working directory {os.getcwd()})",
+              file=sys.stderr)
+        return 2
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        print(f"error: the Rerun viewer needs a display (DISPLAY / WAYLAND_DISPLAY is not set); the recording is "
+              f"{os.path.abspath(path)}: copy it to a machine with a display and run `rerun <file>` there, or list "
+              "it here without --view", file=sys.stderr)
+        return 2
     import_rerun()
     exe = viewer_executable()
     if exe is None:
@@ -87,4 +98,10 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    from isaaclab_arena.debug.rerun_import import DebugViewerUnavailableError
+
+    try:
+        raise SystemExit(main(sys.argv[1:]))
+    except DebugViewerUnavailableError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -19,6 +19,7 @@ from isaaclab_arena.env_spec.build import build_environment
 from isaaclab_arena.env_spec.nodes import CliOverrideNode, SpecGraph
 from isaaclab_arena.env_spec.spec_issue import EnvSpecError, SpecIssue
 from isaaclab_arena.env_spec.yaml_lines import line_of, line_text, source_of, start_line
+from isaaclab_arena.utils.checks import short_repr
 
 CLI_OVERRIDE_KEYS = ("arg", "target_node_id")
 _ARG = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -32,22 +33,25 @@ def parse_cli_override_specs(entries: list, targets: dict[str, Any], list_line: 
         label = f"cli_override_specs[{i}]"
         line = line_of(entries, i) or list_line
         if not isinstance(raw, dict):
-            raise SpecIssue(f"must be a mapping {{arg: <flag name>, target_node_id: <node id>}}, got {raw!r}",
+            raise SpecIssue(f"must be a mapping {{arg: <flag name>, target_node_id: <node id>}}, got {short_repr(raw)}",
                             where=label, line=line)
         line = start_line(raw) or line
         for key in raw:
             if key not in CLI_OVERRIDE_KEYS:
-                raise SpecIssue(f"unknown key {key!r}; accepted keys: {', '.join(CLI_OVERRIDE_KEYS)}", where=label,
+                raise SpecIssue(f"unknown key {short_repr(key)}; accepted keys: "
+                                f"{', '.join(CLI_OVERRIDE_KEYS)}", where=label,
                                 key=str(key), line=line_of(raw, key) or line)
         arg = raw.get("arg")
         if not isinstance(arg, str) or not _ARG.match(arg):
             hint = " (write it without the leading dashes)" if isinstance(arg, str) and arg.startswith("-") else ""
-            raise SpecIssue(f"'arg' must be a flag name (a letter, then letters, digits or _){hint}, got {arg!r}",
+            raise SpecIssue(f"'arg' must be a flag name (a letter, then letters, digits or _){hint}, got "
+                            f"{short_repr(arg)}",
                             where=label, key="arg", line=line_of(raw, "arg") if "arg" in raw else line)
         node = CliOverrideNode(arg, "", line=line, key_lines={str(k): line_of(raw, k) for k in raw}, label=label)
         target = raw.get("target_node_id")
         if not isinstance(target, str) or target not in targets:
-            raise SpecIssue(f"'target_node_id' {target!r} is not the id of the background or of an objects entry "
+            raise SpecIssue(f"'target_node_id' {short_repr(target)} is not the id of the background or of an "
+                            f"objects entry "
                             f"(nodes with a registry_name): {', '.join(targets) or 'none defined'}", where=node.where,
                             key="target_node_id", line=node.key_line("target_node_id"))
         node.target_node_id = target
@@ -99,15 +103,16 @@ def apply_cli_overrides(spec: SpecGraph, values: dict[str, str | None]) -> SpecG
         node = new.asset_node(entry.target_node_id)
         try:
             if not isinstance(name, str):
-                raise UnknownAssetError(f"registry names are strings, got {name!r}")
+                raise UnknownAssetError(f"registry names are strings, got {short_repr(name)}")
             get_registered_asset(name)
         except UnknownAssetError:
-            raise EnvSpecError(f"{entry.flag} {name!r}: unknown registry name for node '{node.id}' ({node.where}); "
+            raise EnvSpecError(f"{entry.flag} {short_repr(name)}: unknown registry name for node '{node.id}' "
+                               f"({node.where}); "
                                f"accepted names: {', '.join(list_registered_assets())}",
                                source=source_of(entry.line) or spec.source, line=entry.key_line("arg"),
                                where=entry.where, key="arg") from None
         node.registry_name = name
-        changes.append(f"{entry.flag} {name!r} (node '{node.id}')")
+        changes.append(f"{entry.flag} {short_repr(name)} (node '{node.id}')")
     if changes:
         try:
             build_environment(new)
@@ -121,13 +126,15 @@ def override_embodiment(spec: SpecGraph, registry_name: str) -> SpecGraph:
     """A copy of ``spec`` whose robot is made by embodiment registry entry ``registry_name`` (runner flag
     ``--embodiment``), validated by building it once; ``spec`` itself is never changed."""
     if spec.embodiment is None:
-        raise EnvSpecError(f"--embodiment {registry_name!r}: the spec has no 'embodiment' node to change; add "
+        raise EnvSpecError(f"--embodiment {short_repr(registry_name)}: the spec has no 'embodiment' node to change; "
+                           f"add "
                            "'embodiment: {id: robot, registry_name: ...}' to it", source=spec.source, key="embodiment")
     new = copy.deepcopy(spec)
     new.embodiment.registry_name = registry_name
     try:
         build_environment(new)
     except EnvSpecError as err:
-        raise EnvSpecError(f"with --embodiment {registry_name!r}: {err.detail}", source=err.source, line=err.line,
+        raise EnvSpecError(f"with --embodiment {short_repr(registry_name)}: "
+                           f"{err.detail}", source=err.source, line=err.line,
                            where=err.where, key=err.key) from None
     return new

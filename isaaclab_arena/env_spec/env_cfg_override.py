@@ -21,6 +21,7 @@ from typing import Any
 
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
 from isaaclab_arena.env_spec.yaml_lines import line_of
+from isaaclab_arena.utils.checks import short_repr
 from isaaclab_arena.utils.plain_data import plain
 
 _PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -32,11 +33,12 @@ def parse_env_cfg_override(raw: Any, line: int | None) -> dict:
 
     if not isinstance(raw, dict):
         raise SpecIssue(f"'env_cfg_override' must be a mapping of dotted env-cfg attribute paths to values "
-                        f"(e.g. sim.dt: 0.005), got {raw!r}", where="env_cfg_override", line=line)
+                        f"(e.g. sim.dt: 0.005), got {short_repr(raw)}", where="env_cfg_override", line=line)
     for key in raw:
         kline = line_of(raw, key) or line
         if not isinstance(key, str) or not _PATH.match(key):
-            raise SpecIssue(f"{key!r} is not a dotted attribute path (names of letters, digits and _, joined by "
+            raise SpecIssue(f"{short_repr(key)} is not a dotted attribute path (names of letters, digits and _, "
+                            f"joined by "
                             "dots, e.g. sim.dt)", where="env_cfg_override", key=f"env_cfg_override.{key}", line=kline)
         if key in REFUSED_PATHS:
             raise SpecIssue(f"'{key}' cannot be overridden: {REFUSED_PATHS[key]}", where="env_cfg_override",

@@ -24,6 +24,7 @@ from typing import Any
 
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
 from isaaclab_arena.env_spec.yaml_lines import LineDict, LineList, line_of, load_yaml_file, start_line
+from isaaclab_arena.utils.checks import short_repr
 
 #: Top-level keys whose lists are concatenated across included files.
 LIST_KEYS = ("objects", "object_sets", "object_references", "relations", "cli_override_specs")
@@ -65,13 +66,13 @@ def _refs(data: dict) -> list[tuple[str, int | None]]:
         return []
     items = [raw] if isinstance(raw, str) else raw
     if not isinstance(items, list) or not items:
-        raise SpecIssue(f"'external_yaml' must be a spec file path or a non-empty list of paths, got {raw!r}",
+        raise SpecIssue(f"'external_yaml' must be a spec file path or a non-empty list of paths, got {short_repr(raw)}",
                         key="external_yaml", line=kline)
     out = []
     for i, item in enumerate(items):
         line = line_of(items, i) if items is raw else kline
         if not isinstance(item, str) or not item.strip():
-            raise SpecIssue(f"external_yaml[{i}] must be a spec file path, got {item!r}", key="external_yaml",
+            raise SpecIssue(f"external_yaml[{i}] must be a spec file path, got {short_repr(item)}", key="external_yaml",
                             line=line or kline)
         out.append((item, line or kline))
     return out
@@ -90,7 +91,7 @@ def _merge_into(dst: LineDict, src: dict) -> None:
         kline = line_of(src, key)
         if key in LIST_KEYS:
             if value is not None and not isinstance(value, list):
-                raise SpecIssue(f"'{key}' must be a list, got {value!r}", where=str(key), line=kline)
+                raise SpecIssue(f"'{key}' must be a list, got {short_repr(value)}", where=str(key), line=kline)
             old = dst.get(key)
             if isinstance(old, list):
                 merged = LineList(list(old) + list(value or []))

@@ -30,6 +30,7 @@ from isaaclab_arena.env_spec.placer_params_spec import PLACEMENT_VALIDATOR_KEYS,
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
 from isaaclab_arena.env_spec.write_back import snapshot_included
 from isaaclab_arena.env_spec.yaml_lines import find_non_finite, line_of, line_text, start_line
+from isaaclab_arena.utils.checks import env_name_problem, short_repr
 
 TOP_LEVEL_KEYS = ("env_name", "embodiment", "background", "objects", "object_sets", "object_references", "relations",
                   "task", "placer_params", "num_envs", "env_spacing", "default_physics_backend", "external_yaml",
@@ -75,7 +76,7 @@ def _reject_non_finite(data: dict) -> None:
                 node_id = entry.get("id") if isinstance(entry, dict) else None
                 where = f"{key} (id '{node_id}')" if isinstance(node_id, str) else str(key)
                 line = bad[2] or line_of(data, key)
-            raise SpecIssue(f"{bad[1]!r} is not a finite number; NaN and infinite values are not accepted",
+            raise SpecIssue(f"{short_repr(bad[1])} is not a finite number; NaN and infinite values are not accepted",
                             where=where, key=bad[0], line=line)
 
 
@@ -85,7 +86,7 @@ def _check_top_level(data: Any) -> None:
                         f"got {type(data).__name__}", line=start_line(data))
     for key in data:
         if key not in TOP_LEVEL_KEYS and key not in OLDER_KEYS:
-            raise SpecIssue(f"unknown top-level key {key!r}; accepted keys: {', '.join(TOP_LEVEL_KEYS)}",
+            raise SpecIssue(f"unknown top-level key {short_repr(key)}; accepted keys: {', '.join(TOP_LEVEL_KEYS)}",
                             key=str(key), line=line_of(data, key))
     _reject_non_finite(data)
 
@@ -94,7 +95,7 @@ def _placer_params(data: dict) -> tuple[dict, int | None]:
     """``placer_params`` with the older ``placement_validators`` block read into it, and its line."""
     placer, line = data.get("placer_params"), line_of(data, "placer_params")
     if placer is not None and not isinstance(placer, dict):
-        raise SpecIssue(f"'placer_params' must be a mapping of ObjectPlacerParams fields, got {placer!r}",
+        raise SpecIssue(f"'placer_params' must be a mapping of ObjectPlacerParams fields, got {short_repr(placer)}",
                         where="placer_params", line=line)
     placer = copy.deepcopy(placer) if placer else {}
     validators = data.get("placement_validators")
@@ -102,7 +103,8 @@ def _placer_params(data: dict) -> tuple[dict, int | None]:
         return placer, line
     vline = line_of(data, "placement_validators")
     if not isinstance(validators, dict):
-        raise SpecIssue(f"'placement_validators' must be a mapping, got {validators!r}", where="placement_validators",
+        raise SpecIssue(f"'placement_validators' must be a mapping, got "
+                        f"{short_repr(validators)}", where="placement_validators",
                         line=vline)
     for key, value in validators.items():
         kline = line_of(validators, key) or vline
@@ -120,19 +122,21 @@ def _run_settings(data: dict) -> tuple[int | None, float | None, str | None]:
     """``num_envs`` (> 0), ``env_spacing`` (metres, > 0) and ``default_physics_backend``."""
     num_envs = data.get("num_envs")
     if num_envs is not None and (isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0):
-        raise SpecIssue(f"'num_envs' must be a positive integer, got {num_envs!r}", key="num_envs",
+        raise SpecIssue(f"'num_envs' must be a positive integer, got {short_repr(num_envs)}", key="num_envs",
                         line=line_of(data, "num_envs"))
     spacing = data.get("env_spacing")
     if spacing is not None:
         if isinstance(spacing, bool) or not isinstance(spacing, (int, float)) or not math.isfinite(spacing) \
                 or spacing <= 0:
-            raise SpecIssue(f"'env_spacing' must be a number of metres > 0, got {spacing!r}", key="env_spacing",
+            raise SpecIssue(f"'env_spacing' must be a number of metres > 0, got "
+                            f"{short_repr(spacing)}", key="env_spacing",
                             line=line_of(data, "env_spacing"))
         spacing = float(spacing)
     physics = data.get("default_physics_backend")
     if physics is not None and (not isinstance(physics, str) or not physics):
         raise SpecIssue(f"'default_physics_backend' must be a physics preset name (e.g. ovphysx, newton_mjwarp), "
-                        f"got {physics!r}", key="default_physics_backend", line=line_of(data, "default_physics_backend"))
+                        f"got {short_repr(physics)}", key="default_physics_backend",
+                        line=line_of(data, "default_physics_backend"))
     return num_envs, spacing, physics
 
 
@@ -141,9 +145,11 @@ def _parse_merged(data: Any, source: str, cls: type[SpecGraph]) -> SpecGraph:
     env_name = data.get("env_name")
     if env_name is None and source != "<dict>":
         env_name = os.path.splitext(os.path.basename(source))[0]
-    if not isinstance(env_name, str) or not env_name:
-        raise SpecIssue(f"'env_name' must be a non-empty string, got {env_name!r}", key="env_name",
-                        line=line_of(data, "env_name"))
+    problem = env_name_problem(env_name)
+    if problem is not None:
+        given = "env_name" in data
+        raise SpecIssue(f"'env_name' {problem}" + ("" if given else " (taken from the file name; set env_name)"),
+                        key="env_name", line=line_of(data, "env_name") if given else start_line(data))
 
     background = None
     if data.get("background") is not None:

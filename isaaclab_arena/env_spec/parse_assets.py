@@ -11,6 +11,7 @@ from typing import Any
 from isaaclab_arena.env_spec.nodes import AssetNode, ObjectReferenceNode, ObjectSetNode
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
 from isaaclab_arena.env_spec.yaml_lines import line_of, start_line
+from isaaclab_arena.utils.checks import asset_id_problem, short_repr
 
 ENV_REGEX_NS = "{ENV_REGEX_NS}"
 ASSET_NODE_KEYS = ("id", "registry_name", "params")
@@ -23,11 +24,12 @@ OBJECT_TYPES = ("rigid", "base", "articulation")
 def check_mapping(raw: Any, where: str, accepted: tuple[str, ...], line: int | None) -> None:
     """``raw`` is a mapping whose keys are all in ``accepted``."""
     if not isinstance(raw, dict):
-        raise SpecIssue(f"must be a mapping with keys {', '.join(accepted)}, got {raw!r}", where=where, line=line)
+        raise SpecIssue(f"must be a mapping with keys {', '.join(accepted)}, got "
+                        f"{short_repr(raw)}", where=where, line=line)
     for key in raw:
         if key not in accepted:
             hint = " (YAML reads unquoted on/off/yes/no as booleans; quote it)" if isinstance(key, bool) else ""
-            raise SpecIssue(f"unknown key {key!r}{hint}; accepted keys: {', '.join(accepted)}", where=where,
+            raise SpecIssue(f"unknown key {short_repr(key)}{hint}; accepted keys: {', '.join(accepted)}", where=where,
                             key=str(key), line=line_of(raw, key) or line)
 
 
@@ -37,7 +39,7 @@ def node_list(doc: dict, key: str) -> list:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise SpecIssue(f"'{key}' must be a list, got {value!r}", where=key, line=line_of(doc, key))
+        raise SpecIssue(f"'{key}' must be a list, got {short_repr(value)}", where=key, line=line_of(doc, key))
     return value
 
 
@@ -52,16 +54,16 @@ def key_lines_of(raw: dict) -> dict:
 
 def _asset_id(raw: dict, where: str, line: int | None) -> str:
     value = raw.get("id")
-    if not isinstance(value, str) or not value or not value.replace("_", "a").isalnum():
-        raise SpecIssue(f"'id' must be an identifier (letters, digits, _), got {value!r}", where=where, key="id",
-                        line=line_of(raw, "id") if "id" in raw else line)
+    problem = asset_id_problem(value)
+    if problem is not None:
+        raise SpecIssue(f"'id' {problem}", where=where, key="id", line=line_of(raw, "id") if "id" in raw else line)
     return value
 
 
 def _string(raw: dict, key: str, where: str, line: int | None, what: str) -> str:
     value = raw.get(key)
     if not isinstance(value, str) or not value:
-        raise SpecIssue(f"'{key}' must be {what}, got {value!r}", where=where, key=key,
+        raise SpecIssue(f"'{key}' must be {what}, got {short_repr(value)}", where=where, key=key,
                         line=line_of(raw, key) if key in raw else line)
     return value
 
@@ -71,11 +73,12 @@ def _params(raw: dict, where: str, line: int | None) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise SpecIssue(f"'params' must be a mapping of parameter names to values, got {value!r}", where=where,
+        raise SpecIssue(f"'params' must be a mapping of parameter names to values, got "
+                        f"{short_repr(value)}", where=where,
                         key="params", line=line_of(raw, "params") or line)
     for key in value:
         if not isinstance(key, str):
-            raise SpecIssue(f"parameter name {key!r} is not a string (quote it)", where=where, key="params",
+            raise SpecIssue(f"parameter name {short_repr(key)} is not a string (quote it)", where=where, key="params",
                             line=line_of(value, key) or line)
     return value
 
@@ -100,18 +103,19 @@ def parse_object_set(raw: Any, label: str, line: int | None) -> ObjectSetNode:
     members = raw.get("members")
     mline = line_of(raw, "members") or line
     if not isinstance(members, list) or not members:
-        raise SpecIssue(f"'members' must be a non-empty list of registered asset names, got {members!r}", where=where,
+        raise SpecIssue(f"'members' must be a non-empty list of registered asset names, got "
+                        f"{short_repr(members)}", where=where,
                         key="members", line=mline)
     for i, member in enumerate(members):
         if not isinstance(member, str) or not member:
-            raise SpecIssue(f"members[{i}] must be a registered asset name, got {member!r}", where=where,
+            raise SpecIssue(f"members[{i}] must be a registered asset name, got {short_repr(member)}", where=where,
                             key=f"members[{i}]", line=line_of(members, i) or mline)
         if member in members[:i]:
             raise SpecIssue(f"members[{i}] '{member}' is listed twice; list each member once", where=where,
                             key=f"members[{i}]", line=line_of(members, i) or mline)
     random_choice = raw.get("random_choice", False)
     if not isinstance(random_choice, bool):
-        raise SpecIssue(f"'random_choice' must be true or false, got {random_choice!r}", where=where,
+        raise SpecIssue(f"'random_choice' must be true or false, got {short_repr(random_choice)}", where=where,
                         key="random_choice", line=line_of(raw, "random_choice"))
     params = _params(raw, where, line)
     for key in params:
@@ -141,7 +145,8 @@ def parse_object_reference(raw: Any, label: str, line: int | None,
         prim_path = f"{ENV_REGEX_NS}/{background.registry_name}/{prim_path.lstrip('/')}"
     object_type = raw.get("object_type", "rigid")
     if not isinstance(object_type, str) or object_type.lower() not in OBJECT_TYPES:
-        raise SpecIssue(f"'object_type' {object_type!r} is not accepted; use one of {', '.join(OBJECT_TYPES)}",
+        raise SpecIssue(f"'object_type' {short_repr(object_type)} is not accepted; use one of "
+                        f"{', '.join(OBJECT_TYPES)}",
                         where=where, key="object_type", line=line_of(raw, "object_type"))
     params = _params(raw, where, line)
     for key in params:

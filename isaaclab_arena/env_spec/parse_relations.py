@@ -22,7 +22,7 @@ from isaaclab_arena.relations.relations import (
     Relation,
     RelationBase,
 )
-from isaaclab_arena.utils.checks import did_you_mean
+from isaaclab_arena.utils.checks import did_you_mean, short_repr
 from isaaclab_arena.utils.plain_data import plain
 
 ENTRY_KEYS = ("id", "kind", "subject", "reference", "params")
@@ -53,7 +53,7 @@ def params_text(accepted: dict) -> str:
     """``a (required), b=0.01, ...`` for the parameters of a relation class."""
     if not accepted:
         return "none"
-    return ", ".join(f"{n} (required)" if d is REQUIRED else f"{n}={plain(d)!r}" for n, d in accepted.items())
+    return ", ".join(f"{n} (required)" if d is REQUIRED else f"{n}={short_repr(plain(d))}" for n, d in accepted.items())
 
 
 def resolve_kind(kind: Any, *, where: str, line: int | None) -> type[RelationBase]:
@@ -65,12 +65,13 @@ def resolve_kind(kind: Any, *, where: str, line: int | None) -> type[RelationBas
         raise SpecIssue("kind is the boolean false: YAML 1.1 reads an unquoted off/no/false as a boolean; quote the "
                         f"kind. Accepted kinds: {known_kinds_text()}", where=where, key="kind", line=line)
     if not isinstance(kind, str) or not kind:
-        raise SpecIssue(f"kind must be a relation kind string, got {kind!r}; accepted kinds: {known_kinds_text()}",
+        raise SpecIssue(f"kind must be a relation kind string, got {short_repr(kind)}; accepted kinds: "
+                        f"{known_kinds_text()}",
                         where=where, key="kind", line=line)
     canonical = RELATION_KIND_ALIASES.get(kind, kind)
     if canonical not in RELATION_KINDS:
         hint = did_you_mean(kind, list(RELATION_KINDS) + list(RELATION_KIND_ALIASES))
-        raise SpecIssue(f"unknown relation kind {kind!r}{hint}; accepted kinds: {known_kinds_text()}",
+        raise SpecIssue(f"unknown relation kind {short_repr(kind)}{hint}; accepted kinds: {known_kinds_text()}",
                         where=where, key="kind", line=line)
     return RELATION_KINDS[canonical]
 
@@ -88,7 +89,8 @@ def _relation_id(raw: dict, where: str, line: int | None) -> str | None:
         return None
     value = raw["id"]
     if not isinstance(value, str) or not value.strip():
-        raise SpecIssue(f"'id' of a relation must be a non-empty string naming it, got {value!r}", where=where,
+        raise SpecIssue(f"'id' of a relation must be a non-empty string naming it, got "
+                        f"{short_repr(value)}", where=where,
                         key="id", line=line_of(raw, "id") or line)
     return value
 
@@ -100,14 +102,16 @@ def _parameters(cls, raw: dict, where: str, line: int | None) -> tuple[dict, dic
     lines: dict[str, int | None] = {}
     nested = raw.get("params")
     if nested is not None and not isinstance(nested, dict):
-        raise SpecIssue(f"'params' must be a mapping of parameter names to values, got {nested!r}", where=where,
+        raise SpecIssue(f"'params' must be a mapping of parameter names to values, got "
+                        f"{short_repr(nested)}", where=where,
                         key="params", line=line_of(raw, "params"))
     inline = {k: v for k, v in raw.items() if k not in ENTRY_KEYS}
     for prefix, mapping, lines_from in (("params.", nested or {}, nested), ("", inline, raw)):
         for name, value in mapping.items():
             key, pline = f"{prefix}{name}", line_of(lines_from, name) or line
             if not isinstance(name, str):
-                raise SpecIssue(f"parameter name {name!r} is not a string (quote it)", where=where, key=key, line=pline)
+                raise SpecIssue(f"parameter name {short_repr(name)} is not a string (quote "
+                                f"it)", where=where, key=key, line=pline)
             if name not in accepted:
                 raise SpecIssue(f"unknown parameter '{name}'{did_you_mean(name, accepted)} for {cls.__name__}; "
                                 f"accepted parameters: "
@@ -129,12 +133,14 @@ def parse_relation_entry(raw: Any, index: int, list_line: int | None) -> Relatio
     are resolved when it is built."""
     label = f"relations[{index}]"
     if not isinstance(raw, dict):
-        raise SpecIssue(f"each relation must be a mapping {{id?, kind, subject, reference?, params?}}, got {raw!r}",
+        raise SpecIssue(f"each relation must be a mapping {{id?, kind, subject, reference?, params?}}, got "
+                        f"{short_repr(raw)}",
                         where=label, line=list_line)
     line = start_line(raw) or list_line
     for key in raw:
         if not isinstance(key, str):
-            raise SpecIssue(f"key {key!r} is not a string (YAML reads unquoted on/off/yes/no as booleans; quote it)",
+            raise SpecIssue(f"key {short_repr(key)} is not a string (YAML reads unquoted on/off/yes/no as booleans; "
+                            f"quote it)",
                             where=label, line=line_of(raw, key))
     relation_id = _relation_id(raw, label, line)
     if "kind" not in raw:
@@ -144,7 +150,7 @@ def parse_relation_entry(raw: Any, index: int, list_line: int | None) -> Relatio
     where = _entry_where(label, {k: raw[k] for k in ("id", "subject") if k in raw}, cls.yaml_kind)
     subject = raw.get("subject")
     if not isinstance(subject, str) or not subject:
-        raise SpecIssue(f"'subject' must name an asset id, got {subject!r}", where=where, key="subject",
+        raise SpecIssue(f"'subject' must name an asset id, got {short_repr(subject)}", where=where, key="subject",
                         line=line_of(raw, "subject") if "subject" in raw else line)
     reference = raw.get("reference")
     if issubclass(cls, Relation):
@@ -152,7 +158,8 @@ def parse_relation_entry(raw: Any, index: int, list_line: int | None) -> Relatio
             raise SpecIssue(f"kind '{cls.yaml_kind}' relates two assets and needs a 'reference' (the asset id it "
                             "refers to)", where=where, key="reference", line=line)
         if not isinstance(reference, str) or not reference:
-            raise SpecIssue(f"'reference' must name an asset id, got {reference!r}", where=where, key="reference",
+            raise SpecIssue(f"'reference' must name an asset id, got "
+                            f"{short_repr(reference)}", where=where, key="reference",
                             line=line_of(raw, "reference"))
         where = _entry_where(label, raw, cls.yaml_kind)
     elif reference is not None:

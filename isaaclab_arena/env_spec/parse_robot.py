@@ -18,6 +18,7 @@ from isaaclab_arena.env_spec.nodes import EmbodimentNode, SpecGraph, TaskNode
 from isaaclab_arena.env_spec.parse_assets import check_mapping, key_lines_of
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
 from isaaclab_arena.env_spec.yaml_lines import line_of, start_line
+from isaaclab_arena.utils.checks import asset_id_problem, short_repr
 
 EMBODIMENT_KEYS = ("id", "registry_name", "params")
 TASK_KEYS = ("composition", "description", "subtasks")
@@ -33,17 +34,17 @@ def parse_embodiment(raw: Any, line: int | None) -> EmbodimentNode:
     check_mapping(raw, "embodiment", EMBODIMENT_KEYS, line)
     line = start_line(raw) or line
     node_id = raw.get("id", "robot")
-    if not isinstance(node_id, str) or not node_id or not node_id.replace("_", "a").isalnum():
-        raise SpecIssue(f"'id' must be an identifier (letters, digits, _), got {node_id!r}", where="embodiment",
-                        key="id", line=line_of(raw, "id") or line)
+    problem = asset_id_problem(node_id)
+    if problem is not None:
+        raise SpecIssue(f"'id' {problem}", where="embodiment", key="id", line=line_of(raw, "id") or line)
     name = raw.get("registry_name")
     if not isinstance(name, str) or not name:
         raise SpecIssue(f"'registry_name' must be the name of a registered embodiment (e.g. franka_panda), got "
-                        f"{name!r}", where=f"embodiment (id '{node_id}')", key="registry_name",
+                        f"{short_repr(name)}", where=f"embodiment (id '{node_id}')", key="registry_name",
                         line=line_of(raw, "registry_name") or line)
     params = raw.get("params") or {}
     if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
-        raise SpecIssue(f"'params' must be a mapping of parameter names to values, got {params!r}",
+        raise SpecIssue(f"'params' must be a mapping of parameter names to values, got {short_repr(params)}",
                         where=f"embodiment (id '{node_id}')", key="params", line=line_of(raw, "params") or line)
     return EmbodimentNode(node_id, name, dict(params), line=line, key_lines=key_lines_of(raw), label="embodiment")
 
@@ -54,35 +55,37 @@ def parse_task(raw: Any, line: int | None) -> TaskNode:
     line = start_line(raw) or line
     composition = raw.get("composition", "atomic")
     if composition not in COMPOSITIONS:
-        raise SpecIssue(f"composition {composition!r} is not accepted; use one of {', '.join(COMPOSITIONS)}",
+        raise SpecIssue(f"composition {short_repr(composition)} is not accepted; use one of {', '.join(COMPOSITIONS)}",
                         where="task", key="composition", line=line_of(raw, "composition") or line)
     description = raw.get("description", "")
     if not isinstance(description, str):
-        raise SpecIssue(f"'description' must be text, got {description!r}", where="task", key="description",
+        raise SpecIssue(f"'description' must be text, got {short_repr(description)}", where="task", key="description",
                         line=line_of(raw, "description") or line)
     subtasks = raw.get("subtasks")
     sline = line_of(raw, "subtasks") or line
     if not isinstance(subtasks, list) or len(subtasks) != 1:
-        raise SpecIssue(f"composition 'atomic' requires exactly one atomic task in 'subtasks', got {subtasks!r}",
+        raise SpecIssue(f"composition 'atomic' requires exactly one atomic task in 'subtasks', got "
+                        f"{short_repr(subtasks)}",
                         where="task", key="subtasks", line=sline)
     sub = subtasks[0]
     sub_line = line_of(subtasks, 0) or sline
     check_mapping(sub, "task subtasks[0]", SUBTASK_KEYS, sub_line)
     kind = sub.get("kind")
     if kind not in TASK_PARAMS:
-        raise SpecIssue(f"unknown task kind {kind!r}; accepted kinds: {', '.join(TASK_PARAMS)}", where="task",
+        raise SpecIssue(f"unknown task kind {short_repr(kind)}; accepted kinds: {', '.join(TASK_PARAMS)}", where="task",
                         key="subtasks[0].kind", line=line_of(sub, "kind") or sub_line)
     params = sub.get("params") or {}
     pline = line_of(sub, "params") or sub_line
     if not isinstance(params, dict):
-        raise SpecIssue(f"'params' must be a mapping, got {params!r}", where="task", key="subtasks[0].params",
+        raise SpecIssue(f"'params' must be a mapping, got {short_repr(params)}", where="task", key="subtasks[0].params",
                         line=pline)
     lines = {"composition": line_of(raw, "composition"), "description": line_of(raw, "description"),
              "subtasks": sline, "subtasks[0].kind": line_of(sub, "kind") or sub_line}
     for key in params:
         lines[f"subtasks[0].params.{key}"] = line_of(params, key) or pline
         if key not in TASK_PARAMS[kind]:
-            raise SpecIssue(f"unknown parameter {key!r} of {kind}; accepted parameters: {', '.join(TASK_PARAMS[kind])}",
+            raise SpecIssue(f"unknown parameter {short_repr(key)} of {kind}; accepted parameters: "
+                            f"{', '.join(TASK_PARAMS[kind])}",
                             where="task", key=f"subtasks[0].params.{key}", line=lines[f"subtasks[0].params.{key}"])
     for key in REQUIRED_TASK_PARAMS[kind]:
         if key not in params:
@@ -131,7 +134,8 @@ def build_task(node: TaskNode, assets: dict):
             kwargs[key] = value
             continue
         if not isinstance(value, str) or value not in assets:
-            raise SpecIssue(f"{key} {value!r} is not an asset id of this spec; asset ids: {known}", where=node.where,
+            raise SpecIssue(f"{key} {short_repr(value)} is not an asset id of this spec; asset ids: "
+                            f"{known}", where=node.where,
                             key=where_key, line=node.key_line(where_key))
         kwargs[key] = assets[value]
     cls = TASK_KINDS[node.kind]

@@ -20,6 +20,7 @@ from isaaclab_arena.env_spec.spec_issue import SpecIssue
 from isaaclab_arena.env_spec.yaml_lines import line_of, start_line
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams, ReachabilityConfig
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
+from isaaclab_arena.utils.checks import short_repr
 from isaaclab_arena.utils.plain_data import plain
 
 #: Nested dataclass fields and their classes.
@@ -73,7 +74,7 @@ def _parse_block(cls, raw: Any, path: str, line: int | None) -> Any:
     if isinstance(raw, cls):
         return raw
     if not isinstance(raw, dict):
-        raise SpecIssue(f"'{path}' must be a mapping of {cls.__name__} field names to values, got {raw!r}",
+        raise SpecIssue(f"'{path}' must be a mapping of {cls.__name__} field names to values, got {short_repr(raw)}",
                         where="placer_params", key=path, line=line)
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
@@ -92,7 +93,8 @@ def _parse_block(cls, raw: Any, path: str, line: int | None) -> Any:
             kwargs[key] = _parse_block(nested, value, key_path, kline)
             continue
         if not _matches(value, hints[key]):
-            raise SpecIssue(f"'{key_path}' must be {_type_text(hints[key])}, got {value!r}", where="placer_params",
+            raise SpecIssue(f"'{key_path}' must be {_type_text(hints[key])}, got "
+                            f"{short_repr(value)}", where="placer_params",
                             key=key_path, line=kline)
         kwargs[key] = tuple(value) if typing.get_origin(hints[key]) is tuple else (
             list(value) if isinstance(value, list) else value)

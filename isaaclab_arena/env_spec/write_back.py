@@ -31,6 +31,7 @@ from isaaclab_arena.env_spec.placer_params_spec import placer_params_to_dict
 from isaaclab_arena.env_spec.spec_issue import EnvSpecError, SpecIssue
 from isaaclab_arena.env_spec.yaml_lines import line_of, source_of
 from isaaclab_arena.relations.relations import RELATION_KINDS, RelationBase
+from isaaclab_arena.utils.checks import short_repr
 from isaaclab_arena.utils.plain_data import plain
 
 
@@ -197,7 +198,8 @@ def _asset_node(asset, names: set[str]):
         for m in asset.objects:
             if m.registry_name is None or m.registry_params:
                 raise SpecIssue(f"member '{m.name}' must be a registered asset built without parameters "
-                                f"(registry_name {m.registry_name!r}, params {m.registry_params!r})", where=where,
+                                f"(registry_name {short_repr(m.registry_name)}, params "
+                                f"{short_repr(m.registry_params)})", where=where,
                                 key="members")
         params = {}
         if asset.initial_pose is not None:

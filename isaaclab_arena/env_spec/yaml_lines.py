@@ -19,6 +19,7 @@ import yaml
 from yaml.constructor import ConstructorError
 
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
+from isaaclab_arena.utils.checks import short_repr
 
 
 class SourceLine(int):
@@ -89,7 +90,7 @@ def _construct_map(loader: _LineLoader, node: yaml.MappingNode) -> Iterator[Line
                                    "found an unhashable key", key_node.start_mark) from None
         if key in data:
             raise ConstructorError("while constructing a mapping", node.start_mark,
-                                   f"found duplicate key {key!r} (first at line {data.key_lines[key]})",
+                                   f"found duplicate key {short_repr(key)} (first at line {data.key_lines[key]})",
                                    key_node.start_mark)
         data[key] = loader.construct_object(value_node, deep=True)
         data.key_lines[key] = loader.mark_line(key_node.start_mark)
@@ -107,15 +108,73 @@ _LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 _LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
 
+#: Most YAML nodes (mappings, lists, scalars; keys included) one document may hold with every alias (``*name``)
+#: expanded. A spec holds a few hundred; a few lines of nested aliases can expand to billions
+#: ("billion laughs"), which is refused before anything walks the data.
+MAX_YAML_NODES = 100_000
+
+
+class YamlTooLargeError(yaml.YAMLError):
+    """A document whose aliases expand to more than ``MAX_YAML_NODES`` nodes, or refer to themselves."""
+
+    def __init__(self, problem: str, problem_mark):
+        super().__init__(problem)
+        self.problem, self.problem_mark, self.context = problem, problem_mark, None
+
+
+def check_node_budget(root: yaml.Node | None, limit: int = MAX_YAML_NODES) -> None:
+    """Raises ``YamlTooLargeError`` when ``root`` expands (aliases followed) to more than ``limit`` nodes or an
+    alias refers to a node that contains it. Each distinct node is visited once (sizes are memoised), so the
+    check costs the size of the text, not of the expansion. The mark is that of the first top-level entry whose
+    expansion crosses the limit."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise YamlTooLargeError("an alias refers to a node that contains it (a recursive alias); specs are "
+                                    "trees", node.start_mark)
+        open_nodes.add(key)
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total += sum(size(child) for child in node.value)
+        open_nodes.discard(key)
+        sizes[key] = min(total, limit + 1)  # capped: nothing above the limit needs its exact size
+        return sizes[key]
+
+    if root is None or size(root) <= limit:
+        return
+    mark, running = root.start_mark, 1
+    entries = list(root.value) if isinstance(root, yaml.MappingNode) else \
+        [(c, c) for c in root.value] if isinstance(root, yaml.SequenceNode) else []
+    for first, second in entries:  # a mapping entry is marked at its key
+        running += size(first) + (size(second) if second is not first else 0)
+        if running > limit:
+            mark = first.start_mark
+            break
+    raise YamlTooLargeError(f"the document expands to more than {limit} YAML nodes through aliases (&anchor / "
+                            f"*alias; the limit is MAX_YAML_NODES in isaaclab_arena/env_spec/yaml_lines.py); "
+                            "write the values out or use fewer nested aliases", mark)
+
+
 def load_yaml_with_lines(text: str, source: str | None = None) -> Any:
-    """Parses one YAML document; raises ``yaml.YAMLError`` (with a problem mark) for invalid YAML.
+    """Parses one YAML document; raises ``yaml.YAMLError`` (with a problem mark) for invalid YAML, and
+    ``YamlTooLargeError`` (a ``yaml.YAMLError``) for a document that expands to more than ``MAX_YAML_NODES``
+    nodes through its aliases (checked on the composed nodes, before any Python data is made).
 
     With ``source`` (the file name), recorded lines are ``SourceLine`` values naming that file.
     """
     loader = _LineLoader(text)
     loader.source = source
     try:
-        return loader.get_single_data()
+        node = loader.get_single_node()
+        check_node_budget(node)
+        return loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()
 
@@ -139,6 +198,8 @@ def load_yaml_file(path: str) -> Any:
         raise SpecIssue(f"is not YAML: the file is not UTF-8 text ({err.reason})", line=SourceLine(1, path)) from None
     try:
         return load_yaml_with_lines(text, path)
+    except YamlTooLargeError as err:
+        raise SpecIssue(f"is refused: {err.problem}", line=SourceLine(yaml_error_line(err) or 1, path)) from None
     except yaml.YAMLError as err:
         problem = getattr(err, "problem", None) or str(err)
         context = getattr(err, "context", None)

@@ -7,6 +7,7 @@ from typing import Any
 
 from isaaclab_arena.assets.asset import PlaceableAsset
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+from isaaclab_arena.utils import checks
 
 
 @dataclass
@@ -41,8 +42,7 @@ class IsaacLabArenaEnvironment:
     num_envs: int | None = None
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"IsaacLabArenaEnvironment.name must be a non-empty string, got {self.name!r}")
+        checks.env_name(self.name, "IsaacLabArenaEnvironment", "name")
         if self.num_envs is not None and (isinstance(self.num_envs, bool) or not isinstance(self.num_envs, int)
                                           or self.num_envs <= 0):
             raise ValueError(f"IsaacLabArenaEnvironment.num_envs must be a positive integer or None, got {self.num_envs!r}")

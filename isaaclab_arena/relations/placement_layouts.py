@@ -12,6 +12,9 @@ File format (one episode per nonblank line, UTF-8 JSON)::
   ``"robot"`` for a single-root embodiment, every owned root of a compound asset.
 - ``position_xyz`` is the env-local root position in metres (env origin not included); ``rotation_xyzw``
   the root rotation as an (x, y, z, w) unit quaternion (norm within 1e-4 of 1). Values are kept as read.
+  On read, positions must lie within ``REPLAY_POSITION_BOUND_M`` (|x|, |y| <= 100 m, -10 m <= z <= 100 m;
+  ``layout_values.py``) unless ``from_episode_jsonl(path, position_bound_m=None)`` (any finite value) or another
+  bound is given; a value outside is refused with ``path:line``, the object and the number as written.
 - Every nonblank line holds the placement block with the same object set as the first line (the key
   order of the first line is the object order). ``source`` (a label such as ``"solver"`` or ``"settled"``)
   and ``validation`` are optional on read; any other episode field is ignored.
@@ -37,6 +40,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 
+from isaaclab_arena.relations.layout_values import REPLAY_MIN_Z_M, REPLAY_POSITION_BOUND_M  # noqa: F401 (API)
+from isaaclab_arena.relations.layout_values import WrittenFloat, check_float32, check_position, plain_floats
 from isaaclab_arena.utils.atomic_files import commit, fsync_dir, temp_beside
 
 #: Episode variation that holds the placement block.
@@ -211,15 +216,25 @@ class PlacementLayouts:
 
     # -- JSONL -------------------------------------------------------------------------------------
     @classmethod
-    def from_episode_jsonl(cls, path: str | os.PathLike, device: torch.device | str = "cpu") -> "PlacementLayouts":
+    def from_episode_jsonl(cls, path: str | os.PathLike, device: torch.device | str = "cpu", *,
+                           position_bound_m: float | None = REPLAY_POSITION_BOUND_M) -> "PlacementLayouts":
         """Reads every nonblank line of an episode JSONL file (format in the module docstring).
+
+        ``position_bound_m`` (metres): |x|, |y| and z of every position at most this, z at least
+        ``REPLAY_MIN_Z_M``; None accepts any position a 32-bit float holds.
 
         Raises:
             FileNotFoundError: the file does not exist.
             PlacementLayoutsError: malformed JSON, a key repeated in one object, a line without the placement
                 block, a missing or extra object versus the first line, a wrong-length or non-numeric pose, a
-                non-finite pose, a non-unit quaternion, or no layouts at all; the message names ``path:line``.
+                non-finite pose, a position outside ``position_bound_m``, a non-unit quaternion, or no layouts at
+                all; the message names ``path:line`` (and the number as written).
         """
+        if position_bound_m is not None:
+            position_bound_m = float(position_bound_m)
+            if not position_bound_m > 0 or not math.isfinite(position_bound_m):
+                raise ValueError(f"from_episode_jsonl: position_bound_m must be a number of metres > 0 or None, got "
+                                 f"{position_bound_m!r}")
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"placement layouts file '{path}' does not exist (paths are relative to the "
@@ -253,7 +268,7 @@ class PlacementLayouts:
                             f"{names}; every line must record the same object set")
                 p_row, r_row = [], []
                 for name in names:
-                    p, r = _parse_pose(poses[name], name, path, lineno)
+                    p, r = _parse_pose(poses[name], name, path, lineno, position_bound_m)
                     p_row.append(p)
                     r_row.append(r)
                 positions.append(p_row)
@@ -269,7 +284,7 @@ class PlacementLayouts:
                 if not isinstance(val, dict):
                     raise PlacementLayoutsError(f"{path}:{lineno}: 'validation' must be an object with pre_physics / "
                                                 f"post_physics / sampling entries, got {type(val).__name__}")
-                validation.append(val)
+                validation.append(plain_floats(val))
                 lines.append(lineno)
         if names is None:
             raise PlacementLayoutsError(f"{path}: no layouts: the file has no nonblank lines; each line must hold "
@@ -376,7 +391,7 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
 
 def _parse_line(text: str, path: str, lineno: int) -> dict:
     try:
-        episode = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
+        episode = json.loads(text, object_pairs_hook=_refuse_duplicate_keys, parse_float=WrittenFloat)
     except json.JSONDecodeError as err:
         raise PlacementLayoutsError(f"{path}:{lineno}: malformed JSON ({err.msg} at column {err.colno}); each "
                                     "nonblank line must be one JSON object") from None
@@ -420,15 +435,18 @@ def _parse_vector(value, size: int, what: str, name: str, path: str, lineno: int
         out.append(float(v))
     if not all(math.isfinite(v) for v in out):
         raise PlacementLayoutsError(f"{path}:{lineno}: object '{name}': {what} is not finite: {value!r}")
+    check_float32(value, f"{path}:{lineno}: object '{name}': {what}", PlacementLayoutsError)
     return out
 
 
-def _parse_pose(pose, name: str, path: str, lineno: int) -> tuple[list[float], list[float]]:
+def _parse_pose(pose, name: str, path: str, lineno: int,
+                bound: float | None = REPLAY_POSITION_BOUND_M) -> tuple[list[float], list[float]]:
     if not isinstance(pose, dict) or "position_xyz" not in pose or "rotation_xyzw" not in pose:
         raise PlacementLayoutsError(f"{path}:{lineno}: object '{name}': a pose must be "
                                     "{\"position_xyz\": [x, y, z], \"rotation_xyzw\": [x, y, z, w]} "
                                     f"(env-local metres, xyzw quaternion), got {pose!r}")
     p = _parse_vector(pose["position_xyz"], 3, "position_xyz", name, path, lineno)
+    check_position(pose["position_xyz"], f"{path}:{lineno}: object '{name}'", bound, PlacementLayoutsError)
     r = _parse_vector(pose["rotation_xyzw"], 4, "rotation_xyzw", name, path, lineno)
     norm = math.sqrt(sum(v * v for v in r))
     if abs(norm - 1.0) > UNIT_QUATERNION_TOLERANCE:

@@ -11,12 +11,12 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from isaaclab_arena.utils.checks import enum_member as coerce_enum
-from isaaclab_arena.utils.checks import flag, number
+from isaaclab_arena.utils.checks import flag, number, short_repr
 
 if TYPE_CHECKING:
     from isaaclab_arena.assets.asset import PlaceableAsset
 
-__all__ = ["Axis", "Relation", "RelationBase", "Side", "coerce_enum", "flag", "limits", "number"]
+__all__ = ["Axis", "Relation", "RelationBase", "Side", "coerce_enum", "flag", "limits", "number", "support_length"]
 
 
 class Side(str, Enum):
@@ -54,12 +54,41 @@ def limits(value, relation: str, param: str) -> tuple[float | None, float | None
     if value is None:
         return (None, None)
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 2:
-        raise ValueError(f"{relation}: {param} must be a (minimum, maximum) pair, either may be None; got {value!r}")
+        raise ValueError(f"{relation}: {param} must be a (minimum, maximum) pair, either may be None; got "
+                         f"{short_repr(value)}")
     lo = number(value[0], relation, f"{param}[0]", optional=True)
     hi = number(value[1], relation, f"{param}[1]", optional=True)
     if lo is not None and hi is not None and lo > hi:
         raise ValueError(f"{relation}: {param} minimum {lo:g} is above its maximum {hi:g}")
     return (lo, hi)
+
+
+#: Smallest support scale (metres) ``support_length`` measures against, so that small supports keep usable values.
+SUPPORT_SCALE_FLOOR_M = 0.5
+
+
+def _largest_side(asset) -> float | None:
+    """Largest side (metres) of ``asset``'s local bounds; None when its bounds cannot be read yet."""
+    try:
+        box = asset.get_bounding_box()
+        return max(float(box.max_point[i]) - float(box.min_point[i]) for i in range(3))
+    except Exception:  # noqa: BLE001 - bounds not readable here (e.g. an unresolved reference): checked later
+        return None
+
+
+def support_length(value, parent, relation: str, param: str) -> float:
+    """A length (metres, >= 0) measured on or above the support ``parent``: at most the support's largest side
+    (at least ``SUPPORT_SCALE_FLOOR_M``). ``On(table, clearance_m=5.0)`` on a 1.2 m table would release the
+    object 5 m above it; no placement on that support can mean it."""
+    value = number(value, relation, param, minimum=0.0)
+    side = _largest_side(parent)
+    if side is None:
+        return value
+    scale = max(side, SUPPORT_SCALE_FLOOR_M)
+    if value > scale:
+        raise ValueError(f"{relation}: {param}={value:g} m is larger than its support '{parent.name}' (largest side "
+                         f"{side:.3f} m; accepted 0 .. {scale:.3f} m)")
+    return value
 
 
 class RelationBase:
@@ -82,8 +111,8 @@ class RelationBase:
         return f"{self.yaml_kind}({ref})"
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
-        ref = f"{self.parent.name!r}" if self.parent is not None else ""
+        args = ", ".join(f"{k}={short_repr(v)}" for k, v in self.params().items())
+        ref = f"{short_repr(self.parent.name)}" if self.parent is not None else ""
         return f"{type(self).__name__}({ref}{', ' if ref and args else ''}{args})"
 
     def __eq__(self, other) -> bool:
@@ -103,7 +132,7 @@ class Relation(RelationBase):
     def __init__(self, parent: "PlaceableAsset", relation_loss_weight: float = 1.0):
         # duck-typed: the relations modules do not import the asset model (assets import relations)
         if not all(hasattr(parent, a) for a in ("name", "add_relation", "get_bounding_box")):
-            raise TypeError(f"{type(self).__name__}: parent must be a placeable asset, got {parent!r}")
+            raise TypeError(f"{type(self).__name__}: parent must be a placeable asset, got {short_repr(parent)}")
         self._parent = parent
         self.relation_loss_weight = number(relation_loss_weight, type(self).__name__, "relation_loss_weight",
                                            minimum=0.0)

@@ -17,7 +17,7 @@ from isaaclab_arena.relations.kinds.kind import (
     RelationKind,
     RelationLossStrategy,
 )
-from isaaclab_arena.relations.relation_base import Relation, flag, number
+from isaaclab_arena.relations.relation_base import Relation, flag, number, support_length
 
 
 class ClutterOn(Relation):
@@ -31,6 +31,9 @@ class ClutterOn(Relation):
         random_yaw: Sample a world-Z yaw in addition to RotateAroundSolution.
         edge_margin_m: Inward margin within the release region, metres.
         relation_loss_weight: Weight of the relation's loss term.
+
+    ``clearance_m``, ``gap_m`` and ``edge_margin_m`` are >= 0 and at most the support's largest side (at least
+    0.5 m; ``relation_base.support_length``).
     """
 
     yaml_kind = "clutter_on"
@@ -40,10 +43,10 @@ class ClutterOn(Relation):
                  random_yaw: bool = True, edge_margin_m: float = 0.0, relation_loss_weight: float = 1.0):
         super().__init__(parent, relation_loss_weight)
         self.spread = number(spread, "ClutterOn", "spread", minimum=0.0, strict_minimum=True, maximum=1.0)
-        self.clearance_m = number(clearance_m, "ClutterOn", "clearance_m", minimum=0.0)
-        self.gap_m = number(gap_m, "ClutterOn", "gap_m", minimum=0.0)
+        self.clearance_m = support_length(clearance_m, parent, "ClutterOn", "clearance_m")
+        self.gap_m = support_length(gap_m, parent, "ClutterOn", "gap_m")
         self.random_yaw = flag(random_yaw, "ClutterOn", "random_yaw")
-        self.edge_margin_m = number(edge_margin_m, "ClutterOn", "edge_margin_m", minimum=0.0)
+        self.edge_margin_m = support_length(edge_margin_m, parent, "ClutterOn", "edge_margin_m")
 
     def params(self):
         return {"spread": self.spread, "clearance_m": self.clearance_m, "gap_m": self.gap_m,

@@ -17,7 +17,7 @@ from isaaclab_arena.relations.kinds.kind import (
     RelationKind,
     RelationLossStrategy,
 )
-from isaaclab_arena.relations.relation_base import Relation, flag, number
+from isaaclab_arena.relations.relation_base import Relation, flag, support_length
 
 
 class On(Relation):
@@ -26,8 +26,9 @@ class On(Relation):
     Args:
         parent: The support.
         relation_loss_weight: Weight of the relation's loss term.
-        clearance_m: Gap between the support's top and the subject's bottom, metres (>= 0).
-        edge_margin_m: Inward inset of the support's X/Y edges for containment, metres (>= 0).
+        clearance_m: Gap between the support's top and the subject's bottom, metres (0 .. the support's largest side,
+            at least 0.5 m: ``support_length``).
+        edge_margin_m: Inward inset of the support's X/Y edges for containment, metres (same range).
         overlap: Require only intersecting footprints on X and Y (edge contact counts); ignores the margin.
     """
 
@@ -37,8 +38,8 @@ class On(Relation):
     def __init__(self, parent, relation_loss_weight: float = 1.0, clearance_m: float = 0.01,
                  edge_margin_m: float = 0.05, overlap: bool = False):
         super().__init__(parent, relation_loss_weight)
-        self.clearance_m = number(clearance_m, "On", "clearance_m", minimum=0.0)
-        self.edge_margin_m = number(edge_margin_m, "On", "edge_margin_m", minimum=0.0)
+        self.clearance_m = support_length(clearance_m, parent, "On", "clearance_m")
+        self.edge_margin_m = support_length(edge_margin_m, parent, "On", "edge_margin_m")
         self.overlap = flag(overlap, "On", "overlap")
 
     def params(self):
