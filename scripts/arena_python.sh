@@ -4,7 +4,8 @@
 #
 # Every path is taken from the directory you call it from (scripts, --env_spec, outputs). A script path that
 # is not there but is in this checkout (e.g. isaaclab_arena/scripts/environment_runner.py run from another
-# folder) runs the checkout's script, with a note on stderr. This checkout comes first on PYTHONPATH, so it
+# folder) runs the checkout's script, with a note on stderr; so does the script of
+# `-m torch.distributed.run ... <script> ...` (torchrun). This checkout comes first on PYTHONPATH, so it
 # wins over whichever checkout the shared environment was created from.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,5 +18,22 @@ if [ $# -gt 0 ] && [[ "$1" != -* ]] && [[ "$1" != /* ]] && [ ! -e "$1" ] && [ -f
   script="$repo/$1"
   shift
   exec "$py" "$script" "$@"
+fi
+if [ $# -gt 1 ] && [ "$1" = "-m" ] && [ "$2" = "torch.distributed.run" ]; then
+  # torchrun: its script is the first *.py argument; resolve it like a script given directly
+  args=()
+  found=0
+  for a in "$@"; do
+    if [ $found -eq 0 ] && [[ "$a" == *.py ]] && [[ "$a" != -* ]] && [[ "$a" != /* ]] && [ ! -e "$a" ] && [ -f "$repo/$a" ]; then
+      echo "arena_python: $a is not in $PWD; running $repo/$a" >&2
+      a="$repo/$a"
+      found=1
+    elif [[ "$a" == *.py ]]; then
+      found=1
+    fi
+    args+=("$a")
+  done
+  # torchrun through isaaclab_arena.utils.torchrun: a refused run exits 2 with its ranks' one line, no report
+  exec "$py" -m isaaclab_arena.utils.torchrun "${args[@]:2}"
 fi
 exec "$py" "$@"

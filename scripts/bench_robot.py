@@ -106,7 +106,7 @@ def bench_pick_and_place(num_envs: int) -> None:
     from isaaclab.app import launch_simulation
 
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
-    from isaaclab_arena.evaluation.episodes import make_policy
+    from isaaclab_arena.evaluation.policy import make_policy
     from isaaclab_arena_environments.registered import get_registered_environment
 
     add_args, build = get_registered_environment("franka_table_pick_and_place")
@@ -118,7 +118,8 @@ def bench_pick_and_place(num_envs: int) -> None:
     with launch_simulation(env_cfg, {"headless": True, "device": "cpu"}):
         env = builder.make_registered(env_cfg)
         obs, _ = env.reset()
-        policy, reset = make_policy("scripted_pick_and_place", env, builder)
+        policy = make_policy("scripted_pick_and_place", env)
+        reset = policy.reset
 
         def steps(n):
             nonlocal obs

@@ -49,7 +49,7 @@ def run(tmp_path_factory):
     from isaaclab.app import launch_simulation
 
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
-    from isaaclab_arena.evaluation.episodes import make_policy
+    from isaaclab_arena.evaluation.policy import make_policy
     from isaaclab_arena.offline_placement.recording import SettledPlacementParams
     from isaaclab_arena.offline_placement.recording_output import record_placements_to_jsonl
 
@@ -82,7 +82,7 @@ def run(tmp_path_factory):
         out["after_100"] = _local(env)
         # the scripted policy from a fresh reset: one episode per env
         obs, _ = env.reset()
-        policy, _ = make_policy("scripted_pick_and_place", env, builder)
+        policy = make_policy("scripted_pick_and_place", env)
         ended = torch.zeros(NUM_ENVS, dtype=torch.bool)
         won = torch.zeros(NUM_ENVS, dtype=torch.bool)
         for _ in range(int(u.max_episode_length)):

@@ -41,6 +41,7 @@ from isaaclab_arena.assets.object_set import RigidObjectSet
 from isaaclab_arena.assets.object_type import ObjectType
 from isaaclab_arena.embodiments.embodiment import ROBOT_SCENE_KEY
 from isaaclab_arena.environments.embodiment_terms import add_embodiment_entity, add_embodiment_terms, check_embodiment
+from isaaclab_arena.environments.task_rewards import add_task_rewards
 from isaaclab_arena.environments.task_terms import add_task_terms, check_task
 from isaaclab_arena.environments.env_spacing import default_env_spacing
 from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
@@ -81,6 +82,12 @@ class ArenaEnvBuilderCfg:
         decimation: Physics steps per env step.
         gym_id: Gym id to register; None uses the environment's name.
         newton_contact: Contact settings of ``newton_mjwarp`` (None: ``physics.NEWTON_CONTACT_SETTINGS``).
+        enhanced_determinism: PhysX's enhanced determinism (``physics.make_physics_cfg``): an env simulates the same
+            whatever the other envs hold (the evaluation runner turns it on with ``--env_spacing 0``).
+        global_env_ids / global_num_envs: This process's share of a job split over processes (``torchrun``,
+            ``record_placement_layouts.py --distributed``): env ``i`` is global env ``global_env_ids[i]`` of
+            ``global_num_envs``; placement layouts and object-set members are those of that global env in a
+            single-process build (``PooledObjectPlacer``). None: env ``i`` is env ``i``.
     """
 
     num_envs: int | None = None
@@ -100,6 +107,9 @@ class ArenaEnvBuilderCfg:
     decimation: int = 2
     gym_id: str | None = None
     newton_contact: NewtonContactSettings | None = None
+    enhanced_determinism: bool = False
+    global_env_ids: tuple[int, ...] | None = None
+    global_num_envs: int | None = None
 
     def __post_init__(self):
         if self.num_envs is not None and (isinstance(self.num_envs, bool) or not isinstance(self.num_envs, int)
@@ -117,6 +127,9 @@ class ArenaEnvBuilderCfg:
             raise ValueError(f"ArenaEnvBuilderCfg.placement_seed must be an integer or None, got {self.placement_seed!r}")
         if self.decimation < 1 or self.sim_dt <= 0 or (self.episode_length_s is not None and self.episode_length_s <= 0):
             raise ValueError("ArenaEnvBuilderCfg: decimation >= 1, sim_dt > 0 and episode_length_s > 0 are required")
+        if (self.global_env_ids is None) != (self.global_num_envs is None) or (
+                self.global_env_ids is not None and len(self.global_env_ids) != self.num_envs):
+            raise ValueError("ArenaEnvBuilderCfg: global_env_ids (one per env) and global_num_envs go together")
 
 
 # ---- manager-based env config -----------------------------------------------------------------------------------
@@ -184,6 +197,9 @@ class ArenaEnvBuilder:
         self.member_indices: dict[str, list[int]] = {}
         self.env = None
         self.env_cfg = None
+        #: Layouts the evaluation runner replays, one per episode (``evaluation/episode_layouts.py``); set before
+        #: :meth:`compose_manager_cfg`. Unlike user replay they may come from a seeded solve of this spec.
+        self.episode_layouts = None
 
     # ---- settings --------------------------------------------------------------------------------------------
     @property
@@ -231,8 +247,13 @@ class ArenaEnvBuilder:
     def _assign_members(self, seed: int | None) -> None:
         """Member of every RigidObjectSet per env, from the seed the placer solves with (so spawned objects
         match the solved sizes even when ``placement_seed`` is None and the placer drew its own)."""
-        self.member_indices = {a.name: a.member_indices_per_env(self.cfg.num_envs, seed)
-                               for a in self.arena_env.assets if isinstance(a, RigidObjectSet)}
+        if self.cfg.global_env_ids is not None:  # a share of a distributed job: the members of its global envs
+            self.member_indices = {a.name: [a.member_indices_per_env(self.cfg.global_num_envs, seed)[g]
+                                            for g in self.cfg.global_env_ids]
+                                   for a in self.arena_env.assets if isinstance(a, RigidObjectSet)}
+        else:
+            self.member_indices = {a.name: a.member_indices_per_env(self.cfg.num_envs, seed)
+                                   for a in self.arena_env.assets if isinstance(a, RigidObjectSet)}
         if self.physics == "newton_mjwarp":  # what the Newton contact settings are measured not to get right
             from isaaclab_arena.environments.physics import newton_resting_caveats
 
@@ -244,8 +265,22 @@ class ArenaEnvBuilder:
         return [a for a in self.arena_env.assets if isinstance(a, (Object, RigidObjectSet))
                 and a.object_type == ObjectType.RIGID]
 
+    def placed_names_and_keys(self) -> tuple[list[str], list[str]]:
+        """(asset names, runtime scene keys) of what relation placement poses: placed rigid assets, then the
+        robot when it is placed by relations (its layouts are written to scene key ``robot``, whatever its name)."""
+        placed = [a.name for a in self._rigid_assets() if a.has_placement_relations]
+        robot = self.arena_env.embodiment
+        if robot is not None and robot.has_placement_relations:
+            return placed + [robot.name], placed + [ROBOT_SCENE_KEY]
+        return placed, list(placed)
+
     def _replay_layouts(self):
         """The recorded layouts to replay (validated), or None when placement is solved."""
+        if self.episode_layouts is not None:  # the evaluation's own table: coverage checked, seeds allowed
+            from isaaclab_arena.relations.placement_replay import check_replay_configuration
+
+            return check_replay_configuration(self.episode_layouts, assets=self.arena_env.assets,
+                                              embodiment=self.arena_env.embodiment)
         layouts, path = self.arena_env.placement_layouts, self.cfg.placement_layouts_path
         if layouts is None and path is None:
             return None
@@ -270,23 +305,20 @@ class ArenaEnvBuilder:
             dynamic = ReplayPoseSource(layouts, self.cfg.num_envs)
             covered = set(dynamic.object_names)
         else:
-            placed = [a for a in rigid if a.has_placement_relations]
-            robot = self.arena_env.embodiment
-            robot_placed = robot is not None and robot.has_placement_relations
+            names, keys = self.placed_names_and_keys()
             dynamic = None
-            if (placed or robot_placed) and self.cfg.solve_relations:
+            if names and self.cfg.solve_relations:
                 from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
 
                 self.placer = PooledObjectPlacer(self.arena_env.get_placement_assets(), self.placer_params,
                                                  num_envs=self.cfg.num_envs, device=self.cfg.device,
-                                                 output_dir=self.cfg.output_dir)
+                                                 output_dir=self.cfg.output_dir,
+                                                 global_env_ids=self.cfg.global_env_ids,
+                                                 global_num_envs=self.cfg.global_num_envs)
                 # the placer's seed (drawn at construction when placement_seed is None) picks the members
                 self._assign_members(self.placer.placement_seed)
                 self.placer.member_indices = dict(self.member_indices)
                 self.placer.initialize()
-                # the robot's layouts are written to its scene key ("robot"), whatever its name
-                names = [a.name for a in placed] + ([robot.name] if robot_placed else [])
-                keys = [a.name for a in placed] + ([ROBOT_SCENE_KEY] if robot_placed else [])
                 dynamic = self.placer.as_pose_source(names, keys)
             else:
                 self._assign_members(self.placer_params.placement_seed)
@@ -335,7 +367,8 @@ class ArenaEnvBuilder:
         cfg.sim.dt = self.cfg.sim_dt
         cfg.sim.render_interval = self.cfg.decimation  # headless: at most one render call per env step
         cfg.sim.device = self.cfg.device
-        cfg.sim.physics = make_physics_cfg(self.physics, self.cfg.device, self.cfg.newton_contact)
+        cfg.sim.physics = make_physics_cfg(self.physics, self.cfg.device, self.cfg.newton_contact,
+                                           enhanced_determinism=self.cfg.enhanced_determinism)
         scene = ArenaSceneCfg(num_envs=self.cfg.num_envs, env_spacing=self.env_spacing)
         scene.ground = AssetBaseCfg(prim_path="/World/ground", spawn=sim_utils.GroundPlaneCfg(usd_path=_REPO_GROUND))
         variant_counts, members = [], []
@@ -362,6 +395,7 @@ class ArenaEnvBuilder:
             add_embodiment_terms(cfg, embodiment, reset_root_pose=ROBOT_SCENE_KEY not in env0)
         if task is not None:
             add_task_terms(cfg, task, self.member_indices)
+            add_task_rewards(cfg, task, self.member_indices, embodiment)
         if self.pose_source is not None:  # the term gets the live source as a parameter (by reference)
             cfg.events.arena_placement = arena_pose_reset_term_cfg(self.pose_source)
         if self.arena_env.env_cfg_overrides:  # YAML env_cfg_override: applied last, so it wins
@@ -385,6 +419,7 @@ class ArenaEnvBuilder:
             gym.register(id=self.gym_id, entry_point="isaaclab.envs:ManagerBasedRLEnv", disable_env_checker=True,
                          kwargs={"env_cfg_entry_point": f"{__name__}:ArenaEnvCfg"})
         self.env = gym.make(self.gym_id, cfg=env_cfg)
+        self.env.unwrapped.arena_builder = self  # what privileged policies read (task, object-set members)
         return self.env
 
     def make(self, env_cfg: ArenaEnvCfg | None = None):
@@ -393,5 +428,6 @@ class ArenaEnvBuilder:
 
         env_cfg = env_cfg or self.env_cfg or self.compose_manager_cfg()
         self.env = ManagerBasedRLEnv(cfg=env_cfg)
+        self.env.arena_builder = self
         return self.env
 

@@ -28,7 +28,8 @@ def get_isaaclab_arena_cli_parser(description: str | None = None, env_spec: bool
     p.add_argument("--num_envs", type=int, default=None,
                    help="parallel environments (> 0; default: the spec's num_envs, else 1)")
     p.add_argument("--env_spacing", type=float, default=None,
-                   help="distance between env origins, metres (> 0; default: the spec's env_spacing, else derived "
+                   help="distance between env origins, metres (>= 0: 0 puts every env at one origin, Isaac Lab keeps them from "
+                        "colliding; default: the spec's env_spacing, else derived "
                         "from the scene's extent: 2.5 m for the tabletop examples)")
     p.add_argument("--seed", type=int, default=42, help="simulation seed (independent of placement)")
     p.add_argument("--placement_seed", type=int, default=None, help="placement seed (layouts and object-set picks)")
@@ -55,8 +56,8 @@ def get_isaaclab_arena_cli_parser(description: str | None = None, env_spec: bool
     p.add_argument("--pictures", action=argparse.BooleanOptionalAction, default=True,
                    help="write a top-down PNG of the placed layouts into the output dir")
     p.add_argument("--debug_visualize", action="store_true",
-                   help="log every candidate batch to the Rerun debug view (needs rerun-sdk: scripts/arena_python.sh "
-                        "-m isaaclab_arena.debug.rerun_import); without a display: <output_dir>/placement_debug.rrd")
+                   help="log every candidate batch to the Rerun debug view (rerun-sdk, in requirements.txt); "
+                        "without a display: <output_dir>/placement_debug.rrd")
     p.add_argument("--debug_visualize_output_path", default=None,
                    help="write the Rerun debug recording (.rrd) to this file (turns the debug view on)")
     p.add_argument("--picture_envs", type=env_selection, default=None, metavar="ENVS",
@@ -86,8 +87,9 @@ def check_runner_args(parser: argparse.ArgumentParser, args: argparse.Namespace)
     run, before anything expensive is loaded."""
     if args.num_envs is not None and args.num_envs <= 0:
         parser.error(f"--num_envs must be > 0, got {args.num_envs}")
-    if args.env_spacing is not None and not args.env_spacing > 0:
-        parser.error(f"--env_spacing must be a number of metres > 0, got {args.env_spacing}")
+    if args.env_spacing is not None and not args.env_spacing >= 0:
+        parser.error(f"--env_spacing must be a number of metres >= 0 (0 puts every env at one origin), got "
+                     f"{args.env_spacing}")
     if args.num_steps < 0:
         parser.error(f"--num_steps must be >= 0, got {args.num_steps}")
     if args.viz == "kit":
@@ -95,7 +97,24 @@ def check_runner_args(parser: argparse.ArgumentParser, args: argparse.Namespace)
     if args.placement_layouts is not None and not os.path.isfile(args.placement_layouts):
         parser.error(f"--placement_layouts {args.placement_layouts}: no such file (paths are taken from the working "
                      f"directory {os.getcwd()})")
+    output_dir = getattr(args, "output_dir", None)
+    blocker = _file_in_the_way(output_dir) if output_dir else None
+    if blocker is not None:
+        what = "is an existing file" if blocker == os.path.abspath(output_dir) else f"is under {blocker}, a file"
+        parser.error(f"--output_dir {output_dir} {what}, not a folder; give a folder (it is created when missing)")
     check_backend_flags(parser, args.physics, args.presets, args.device)
+
+
+def _file_in_the_way(path: str) -> str | None:
+    """The existing non-folder at ``path`` or above it (which would stop ``os.makedirs``), else None."""
+    here = os.path.abspath(os.path.expanduser(path))
+    while True:
+        if os.path.exists(here):
+            return None if os.path.isdir(here) else here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
 
 
 def check_backend_flags(parser: argparse.ArgumentParser, physics: str | None, presets: str | None,
@@ -134,6 +153,8 @@ def builder_cfg_from_args(args: argparse.Namespace, **overrides):
     if getattr(args, "debug_visualize", False) or path:
         if path is None and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
             path = os.path.join(args.output_dir, "placement_debug.rrd")
+            print(f"[arena] debug view: no display (DISPLAY / WAYLAND_DISPLAY is not set), so no viewer opens; the "
+                  f"Rerun recording goes to {_absolute(path)}", flush=True)
         kw.update(debug_visualize=True, debug_visualize_output_path=path)
     kw.update(overrides)
     return ArenaEnvBuilderCfg(**kw)

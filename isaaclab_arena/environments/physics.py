@@ -168,16 +168,22 @@ def make_newton_cfg(device: str = "cpu", settings: NewtonContactSettings | None 
                      default_shape_cfg=shape, collision_cfg=collision)
 
 
-def make_physics_cfg(physics: str, device: str = "cpu", newton: NewtonContactSettings | None = None):
-    """Returns the Isaac Lab physics config for ``physics`` (one of :data:`PHYSICS_CHOICES`)."""
+def make_physics_cfg(physics: str, device: str = "cpu", newton: NewtonContactSettings | None = None,
+                     enhanced_determinism: bool = False):
+    """Returns the Isaac Lab physics config for ``physics`` (one of :data:`PHYSICS_CHOICES`).
+
+    ``enhanced_determinism``: PhysX's enhanced determinism (``enable_enhanced_determinism``): an env's bodies
+    simulate the same whatever else is in the scene and however the work is split over PhysX's threads, at some
+    cost in speed (the evaluation runner's exact mode; no effect on Newton, which has no such setting).
+    """
     check_backend_available(physics, device)
     if physics == "ovphysx":
         _ovphysx_cpu_workaround()
         from isaaclab_ov.physics import OvPhysxCfg
 
-        return OvPhysxCfg()
+        return OvPhysxCfg(enable_enhanced_determinism=enhanced_determinism)
     if physics == "newton_mjwarp":
         return make_newton_cfg(device, newton)
     from isaaclab_physx.physics import PhysxCfg
 
-    return PhysxCfg()
+    return PhysxCfg(enable_enhanced_determinism=enhanced_determinism)

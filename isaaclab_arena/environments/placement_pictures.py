@@ -141,8 +141,11 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
         fig.suptitle(heading, fontsize=9)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp, dpi=90)
+    from isaaclab_arena.utils.atomic_files import temp_beside
+
+    fd, tmp = temp_beside(path, suffix=".tmp.png")  # unique: processes sharing a folder never share a temporary file
+    with os.fdopen(fd, "wb") as f:
+        fig.savefig(f, dpi=90, format="png")
     plt.close(fig)
     os.replace(tmp, path)
     return path

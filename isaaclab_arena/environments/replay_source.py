@@ -15,15 +15,23 @@ class ReplayPoseSource:
     Args:
         layouts: The recorded layouts (env-local metres, xyzw).
         num_envs: Number of envs.
+
+    Attributes:
+        slot_position: ``(num_envs,)`` int64: the queue position (0, 1, 2, ... counted without wrapping) each env
+            took at its last reset, -1 before its first; the layout is ``slot_position % len(layouts)``. The
+            evaluation runner reads it to know which episode each env runs.
     """
 
     def __init__(self, layouts: PlacementLayouts, num_envs: int):
         self.layouts = layouts.to("cpu")
         self.queue = PlacementReplayQueue(len(layouts), num_envs)
         self.object_names = list(layouts.object_names)
+        self.slot_position = torch.full((num_envs,), -1, dtype=torch.long)
 
     def poses_for_reset(self, env_ids: torch.Tensor) -> torch.Tensor:
+        start = self.queue.consumed
         ids = self.queue.next_layouts(env_ids.cpu())
+        self.slot_position[env_ids.cpu()] = torch.arange(start, start + ids.numel(), dtype=torch.long)
         return self.layouts.root_poses(ids).to(env_ids.device)
 
     def peek(self, env_ids: torch.Tensor) -> torch.Tensor:

@@ -188,8 +188,10 @@ def run(builder, num_steps: int, output_dir: str | None, pictures: bool = True, 
 def _write_summary(output_dir: str, summary: dict) -> None:
     os.makedirs(output_dir, exist_ok=True)
     path = os.path.join(output_dir, "run_summary.json")
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
+    from isaaclab_arena.utils.atomic_files import temp_beside
+
+    fd, tmp = temp_beside(path, suffix=".tmp")  # unique: processes sharing a folder never share a temporary file
+    with os.fdopen(fd, "w") as f:
         json.dump(summary, f, indent=1)
     os.replace(tmp, path)
     print(f"[arena] summary: {path}")

@@ -8,7 +8,9 @@
   moves slower than ``success_speed_m_s``; the existing ``time_out`` term ends the episode after
   ``episode_length_s``;
 * observations (group ``policy``): ``object_pose`` and ``destination_pose``, env-local x, y, z (m) and
-  qx, qy, qz, qw.
+  qx, qy, qz, qw;
+and the builder adds the task's rewards beside them (``environments/task_rewards.py``, weighted by the task's
+``reward_weights``).
 
 A destination spawned as a scene entity (an object, an object set) is read from the simulator every step; one
 that spawns nothing (an object reference such as a tabletop) is at its fixed pose. Object-set members are
@@ -148,7 +150,8 @@ class TaskObservationsCfg:
 
 def add_task_terms(env_cfg, task, members: dict | None = None) -> None:
     """Adds the ``success`` termination and the ``object_pose`` / ``destination_pose`` observations of ``task``
-    (a ``PickAndPlaceTask``) to a manager-based env config (the builder sets ``episode_length_s``)."""
+    (a ``PickAndPlaceTask``) to a manager-based env config (the builder sets ``episode_length_s`` and adds the
+    reward terms with ``task_rewards.add_task_rewards``)."""
     params = {"task": TaskRef(task), "members": dict(members or {})}
     env_cfg.terminations.success = TerminationTermCfg(func=PickAndPlaceSuccess, params=params, time_out=False)
     group = getattr(env_cfg.observations, "policy", None)

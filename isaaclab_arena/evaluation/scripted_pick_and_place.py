@@ -45,14 +45,32 @@ class ScriptedPickAndPlacePolicy:
         max_step_m: Largest commanded displacement per axis per step, metres.
     """
 
-    def __init__(self, env, task, members: dict | None = None, tcp_link: str = "panda_grasptarget",
+    def __init__(self, env, task=None, members: dict | None = None, tcp_link: str | None = None,
                  position_gain: float = 4.0, max_step_m: float = 0.08):
+        from isaaclab_arena.evaluation.policy import EnvInfo, PolicyError
+
+        if isinstance(env, EnvInfo):
+            raise PolicyError("scripted_pick_and_place reads the simulator's object poses (a privileged policy): it "
+                              "runs in the runner's process only and cannot be served remotely")
+        builder = getattr(getattr(env, "unwrapped", env), "arena_builder", None)
+        if task is None and builder is not None:
+            task = builder.arena_env.task
+        if task is None:
+            name = builder.arena_env.name if builder is not None else "this env"
+            raise PolicyError(f"--policy_type scripted_pick_and_place needs a PickAndPlaceTask; environment '{name}' "
+                              "has no task")
+        if members is None and builder is not None:
+            members = builder.member_indices
+        if tcp_link is None:
+            robot = builder.arena_env.embodiment if builder is not None else None
+            tcp_link = robot.description.tcp_link if robot is not None else "panda_grasptarget"
         self.env = env.unwrapped if hasattr(env, "unwrapped") else env
         u = self.env
-        arm = u.action_manager.get_term("arm")
-        if not getattr(arm.cfg.controller, "use_relative_mode", False) or u.action_manager.total_action_dim != 7:
-            raise ValueError("the scripted pick-and-place policy drives a robot with action_mode='ik_rel' (6 TCP deltas "
-                             f"+ gripper); this env's actions have {u.action_manager.total_action_dim} dimensions")
+        arm = u.action_manager.get_term("arm") if "arm" in u.action_manager.active_terms else None
+        if arm is None or not getattr(getattr(arm.cfg, "controller", None), "use_relative_mode", False) \
+                or u.action_manager.total_action_dim != 7:
+            raise PolicyError("the scripted pick-and-place policy drives a robot with action_mode='ik_rel' (6 TCP deltas "
+                              f"+ gripper); this env's actions have {u.action_manager.total_action_dim} dimensions")
         self.robot = u.scene[ROBOT_SCENE_KEY]
         self.tcp_id = self.robot.find_bodies(tcp_link)[0][0]
         self.poses = TaskPoses(u, task, members or {})
@@ -114,6 +132,10 @@ class ScriptedPickAndPlacePolicy:
         self.anchor[retreat] = tcp[retreat, :3] + torch.tensor([0.0, 0.0, 0.10], device=tcp.device)
         self.phase = torch.clamp(p + go.long(), max=RETREAT)
         self.timer = torch.where(go, torch.zeros_like(t), t)
+
+    def get_action(self, env=None, observations=None) -> torch.Tensor:
+        """The policy protocol's call (``evaluation/policy.py``); same as calling the policy."""
+        return self(observations)
 
     def __call__(self, obs=None) -> torch.Tensor:
         tcp = self._tcp()

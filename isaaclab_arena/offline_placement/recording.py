@@ -182,6 +182,9 @@ class SettledPlacementCollector:
         self.physics_dt_s = float(self.u.physics_dt)
         self.summary = RejectionSummary()
         self.batches = 0
+        # the global env id of each local env (a share of a distributed recording; else env i is env i)
+        gids = getattr(self.scene.pool, "global_ids", None)
+        self.global_env_ids = [int(g) for g in gids.tolist()] if gids is not None else list(range(self.u.num_envs))
         max_len = int(self.u.max_episode_length)
         if max_len <= self.params.num_steps:
             raise RecordingConfigError(
@@ -258,7 +261,8 @@ class SettledPlacementCollector:
             if self.summary.add_reports(results.reports_for(i)):
                 continue
             accepted_rows.append(env_id)
-            sampling = dict(sampling_base, seed=p.seed, batch=batch_index, env_id=int(env_id), draw_id=int(v.draws[env_id]))
+            sampling = dict(sampling_base, seed=p.seed, batch=batch_index, env_id=self.global_env_ids[int(env_id)],
+                            draw_id=int(v.draws[env_id]))
             blocks.append(validation_block(pre_physics=dict(zip(v.names, checks_l[env_id])), required_checks=v.required,
                                            post_physics=results.post_physics_block(i), sampling=sampling))
         rows = torch.tensor(accepted_rows, dtype=torch.long)
@@ -281,6 +285,14 @@ class SettledPlacementCollector:
             raise RuntimeError(f"envs {bad} were reset while settling (episode lengths {lengths[bad].tolist()} of "
                                f"{total} steps); a termination fired mid-settle: raise episode_length_s or remove "
                                "terminations that fire at rest")
+
+    def skip_batch(self) -> None:
+        """Consumes the next layout of every env without physics (a resumed share fast-forwards its pool past the
+        batches it already recorded, so later batches get the layouts an uninterrupted run gets)."""
+        pool = self.scene.pool
+        if pool.params.resolve_on_reset:
+            pool.next_layouts(torch.arange(self.u.num_envs, dtype=torch.long))
+        self.batches += 1
 
     # -- many batches ----------------------------------------------------------------------------------------------
     def collect(self, max_batches: int, target: int | None = None, on_batch: Callable | None = None) -> CollectedPlacements:

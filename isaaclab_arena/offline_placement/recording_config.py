@@ -75,7 +75,8 @@ class PlacementRecordingCfg:
     num_envs: int = 1
     """Parallel environments, one candidate each per batch."""
     env_spacing: float = 30.0
-    """Metres between environment origins."""
+    """Metres between environment origins (>= 0; 0 puts every env at one origin, where an env's physics does not
+    depend on its slot: what byte-identical distributed recordings need)."""
     viewer_eye: Optional[List[float]] = None
     """Viewer camera position [x, y, z] in metres; requires viewer_lookat."""
     viewer_lookat: Optional[List[float]] = None
@@ -112,8 +113,9 @@ class PlacementRecordingCfg:
         _int(self.seed, "seed", minimum=None)
         _int(self.settle.num_steps, "settle.num_steps", minimum=1)
         if isinstance(self.env_spacing, bool) or not isinstance(self.env_spacing, (int, float)) or \
-                not math.isfinite(self.env_spacing) or self.env_spacing <= 0:
-            raise RecordingConfigError(f"env_spacing must be a positive number of metres, got {self.env_spacing!r}")
+                not math.isfinite(self.env_spacing) or self.env_spacing < 0:
+            raise RecordingConfigError(f"env_spacing must be a number of metres >= 0 (0: every env at one origin), got "
+                                       f"{self.env_spacing!r}")
         if self.max_batches * self.num_envs < self.min_layouts:
             raise RecordingConfigError(f"max_batches * num_envs = {self.max_batches} * {self.num_envs} = "
                                        f"{self.max_batches * self.num_envs} is below min_layouts={self.min_layouts}; "

@@ -260,6 +260,7 @@ def record_settled_placement_layouts(cfg: PlacementRecordingCfg, device: str = "
     builder = ArenaEnvBuilder(arena_env, ArenaEnvBuilderCfg(
         num_envs=cfg.num_envs, env_spacing=cfg.env_spacing, device=device, physics=_builder_physics(cfg.presets),
         seed=cfg.seed, placement_seed=cfg.seed, episode_length_s=max(5.0, 2.0 * settle_time + 1.0),
+        enhanced_determinism=cfg.env_spacing == 0,  # co-located envs: each settles as it would alone
         gym_id=f"arena_record_{arena_env.name}"))
     check_backend_available(builder.physics, device)  # before the solver runs
     robot_keys = tuple(arena_env.embodiment.get_scene_root_keys()) if arena_env.embodiment is not None else ()

@@ -47,16 +47,24 @@ class PooledObjectPlacer:
             placer sizes candidates with ``RigidObjectSet.member_indices_per_env`` - the same definition).
         placer: An object with ``place_batch(assets, env_ids, draw_ids, num_envs=, device=)``; default
             ``ObjectPlacer(params)``.
+        global_env_ids: One process's share of a larger job (``record_placement_layouts.py --distributed``):
+            the global env id of each of the ``num_envs`` partitions (increasing). Partition ``i`` then gets
+            exactly the layouts global env ``global_env_ids[i]`` gets in a single pool of ``global_num_envs``
+            envs: candidates are solved with the global env ids and the global env count, and object-set
+            members are chosen per global env. None (the default): partition ``i`` is env ``i``.
+        global_num_envs: The job's env count (required with ``global_env_ids``).
     """
 
     def __init__(self, assets, params: ObjectPlacerParams | None = None, num_envs: int = 1, device: str = "cpu",
-                 output_dir: str | None = None, member_indices: dict | None = None, placer=None):
+                 output_dir: str | None = None, member_indices: dict | None = None, placer=None,
+                 global_env_ids=None, global_num_envs: int | None = None):
         self.assets = list(assets)
         self.params = params or ObjectPlacerParams()
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
             raise ValueError(f"PooledObjectPlacer: num_envs must be a positive integer, got {num_envs!r}")
         self.num_envs = num_envs
         self.device = torch.device(device)
+        self._set_global_envs(global_env_ids, global_num_envs)
         self.member_indices = dict(member_indices or {})
         if placer is None:
             from isaaclab_arena.relations.object_placer import ObjectPlacer
@@ -93,12 +101,35 @@ class PooledObjectPlacer:
         ``params.placement_seed`` is None), else the params'."""
         return getattr(self.placer, "placement_seed", self.params.placement_seed)
 
+    def _set_global_envs(self, global_env_ids, global_num_envs) -> None:
+        """``global_ids`` ((num_envs,) int64 on the pool device) and ``global_num_envs``; identity without a share."""
+        self.sharded = global_env_ids is not None
+        if not self.sharded:
+            if global_num_envs is not None and global_num_envs != self.num_envs:
+                raise ValueError("PooledObjectPlacer: global_num_envs needs global_env_ids")
+            self.global_num_envs = self.num_envs
+            self.global_ids = torch.arange(self.num_envs, dtype=torch.long, device=self.device)
+            return
+        ids = [int(i) for i in torch.as_tensor(global_env_ids, dtype=torch.long).flatten().tolist()]
+        if isinstance(global_num_envs, bool) or not isinstance(global_num_envs, int) or global_num_envs < self.num_envs:
+            raise ValueError(f"PooledObjectPlacer: global_num_envs must be an integer >= num_envs={self.num_envs}, got "
+                             f"{global_num_envs!r}")
+        if len(ids) != self.num_envs or any(b <= a for a, b in zip(ids, ids[1:])) or \
+                (ids and (ids[0] < 0 or ids[-1] >= global_num_envs)):
+            raise ValueError(f"PooledObjectPlacer: global_env_ids must be {self.num_envs} increasing ids in "
+                             f"[0, {global_num_envs}), got {ids}")
+        self.global_num_envs = global_num_envs
+        self.global_ids = torch.tensor(ids, dtype=torch.long, device=self.device)
+
     # ---- filling -------------------------------------------------------------------------------------------
     def _ids(self, env_ids) -> torch.Tensor:
         """``env_ids`` (tensor on any device, list or range) as int64 on the pool device."""
         return torch.as_tensor(env_ids, dtype=torch.long).to(self.device)
 
     def _place(self, env_ids: torch.Tensor, draw_ids: torch.Tensor):
+        if self.sharded:  # the candidates of the global envs (a monotonic map: the ranking order is unchanged)
+            return self.placer.place_batch(self.assets, self.global_ids[env_ids], draw_ids,
+                                           num_envs=self.global_num_envs, device=str(self.device))
         return self.placer.place_batch(self.assets, env_ids, draw_ids, num_envs=self.num_envs, device=str(self.device))
 
     def _allocate(self, batch) -> None:
@@ -151,7 +182,8 @@ class PooledObjectPlacer:
         explanation = ""
         if short.numel() > 0:
             tally.add(last[0], (need & (filled < L))[last[1]])
-            explanation = explanation_text(*tally.explain(short.tolist()))
+            # the tally counts the batch's (global) env ids
+            explanation = explanation_text(*tally.explain((self.global_ids[short] if self.sharded else short).tolist()))
             if not self.params.allow_best_loss_fallbacks:
                 self.diagnostics.end_fill(fill, [], 0, filled[envs].tolist(), explanation)
                 raise RuntimeError(self._failure_message(short, filled, envs, last, max_batches, explanation))
@@ -209,6 +241,10 @@ class PooledObjectPlacer:
         definition, ``RigidObjectSet.member_indices_per_env(num_envs, placement_seed)``)."""
         from isaaclab_arena.assets.object_set import RigidObjectSet
 
+        if self.sharded:  # the members of the global envs of this share
+            ids = self.global_ids.tolist()
+            return {a.name: [a.member_indices_per_env(self.global_num_envs, self.placement_seed)[g] for g in ids]
+                    for a in self.assets if isinstance(a, RigidObjectSet)}
         return {a.name: a.member_indices_per_env(self.num_envs, self.placement_seed)
                 for a in self.assets if isinstance(a, RigidObjectSet)}
 

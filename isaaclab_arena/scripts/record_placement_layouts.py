@@ -22,7 +22,14 @@ presets [physx | newton], render [false], settle.num_steps [5], settle.validator
 +settle.validators.support_containment.minimum_resting_heights_m.<support key>=<metres>.
 
 Launcher flags (argparse style, mixed freely with the Hydra overrides): ``--device cpu|cuda:0``,
-``--viz none|kit`` (``kit`` needs Isaac Sim and a display; this install is kit-less) and ``--verbose``.
+``--viz none|kit`` (``kit`` needs Isaac Sim and a display; this install is kit-less), ``--verbose`` and
+``--distributed`` (one job over the ranks of torchrun; ``num_envs`` is the job's total, each rank simulates a
+contiguous block of it, rank 0 writes the merged output; shards and resume in ``<output>.shards``)::
+
+    scripts/arena_python.sh -m torch.distributed.run --standalone --nproc_per_node=2 \\
+        isaaclab_arena/scripts/record_placement_layouts.py <overrides> env_spacing=0 --distributed
+
+With env_spacing=0 the merged file is byte-identical to a single-process run (docs/RECORD_REPLAY.md).
 
 Exit status:
   0  at least one layout was accepted and written; a shortfall below min_layouts (max_batches ran out) still
@@ -42,7 +49,7 @@ import sys
 
 
 def split_launcher_flags(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    """Separates ``--device`` / ``--viz`` / ``--verbose`` (and ``-h``) from the Hydra overrides.
+    """Separates ``--device`` / ``--viz`` / ``--verbose`` / ``--distributed`` (and ``-h``) from the Hydra overrides.
 
     Raises:
         SystemExit(2): an unknown ``--flag`` (Hydra overrides never start with ``--``), in one line.
@@ -57,10 +64,13 @@ def split_launcher_flags(argv: list[str]) -> tuple[argparse.Namespace, list[str]
     parser.add_argument("--viz", default="none", choices=("none", "kit"), help="viewer (default none)")
     parser.add_argument("--verbose", action="store_true",
                         help="also print Isaac Lab's manager tables and the simulator's start-up messages")
+    parser.add_argument("--distributed", action="store_true",
+                        help="one recording over the ranks of torchrun (python -m torch.distributed.run "
+                             "--nproc_per_node=N ... --distributed); num_envs is the total over the ranks")
     flags, rest = parser.parse_known_args(argv)
     unknown = [a for a in rest if a.startswith("-")]
     if unknown:
-        parser.error(f"unknown flag(s) {unknown}: the launcher flags are --device, --viz and --verbose; everything "
+        parser.error(f"unknown flag(s) {unknown}: the launcher flags are --device, --viz, --verbose and --distributed; everything "
                      "else is a Hydra override key=value (e.g. num_envs=4, +settle.validators.<name>._target_="
                      "module.Class)")
     return flags, rest
@@ -104,22 +114,32 @@ def hydra_error_line(err: Exception) -> str:
     return f"unknown recording key '{key}'{hint}; accepted keys: {', '.join(accepted)}"
 
 
-def _error(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr, flush=True)
+def _error(message: str, quiet: bool = False) -> int:
+    """Prints the one ``error:`` line (not on ranks other than 0 of a distributed job: rank 0 says it) -> 2."""
+    if not quiet:
+        print(f"error: {message}", file=sys.stderr, flush=True)
     return 2
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     flags, overrides = split_launcher_flags(argv)
+    quiet = False
+    if flags.distributed:
+        from isaaclab_arena.offline_placement.distributed_recording import DistributedRecordingError, require_torchrun
+
+        try:
+            quiet = require_torchrun()["rank"] != 0
+        except DistributedRecordingError as err:
+            return _error(str(err))
     if flags.viz == "kit":
-        return _error("--viz kit needs Isaac Sim (Kit) and a display; this install is kit-less. Use --viz none.")
+        return _error("--viz kit needs Isaac Sim (Kit) and a display; this install is kit-less. Use --viz none.", quiet)
     from isaaclab_arena.environments.physics import check_backend_available
 
     try:
         check_backend_available("ovphysx", flags.device)  # the device first; the backend once the spec is read
     except (ValueError, RuntimeError) as err:
-        return _error(str(err))
+        return _error(str(err), quiet)
     from isaaclab_arena.environments.quiet_output import held_output, quiet_warp_init
 
     quiet_warp_init(flags.verbose)
@@ -131,10 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg = compose_recording_cfg(overrides)
         cfg.validate(check_spec=True)
     except HydraException as err:
-        return _error(hydra_error_line(err))
+        return _error(hydra_error_line(err), quiet)
     except RecordingConfigError as err:
-        return _error(str(err))
-    if cfg.render:
+        return _error(str(err), quiet)
+    if cfg.render and not quiet:
         print("[recording] render=true: nothing is rendered without a viewer (--viz none, kit-less)", flush=True)
     from isaaclab_arena.environments.cli import is_user_error
 
@@ -143,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             RecordingInterrupted,
             record_settled_placement_layouts,
         )
+    if flags.distributed:
+        return _main_distributed(cfg, flags, quiet)
     try:
         result = record_settled_placement_layouts(cfg, device=flags.device, verbose=flags.verbose)
     except RecordingInterrupted as stop:
@@ -156,6 +178,32 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return _error(str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err))
     return 0 if result.output is not None else 1
+
+
+def _main_distributed(cfg, flags, quiet: bool) -> int:
+    """One rank of a ``--distributed`` recording (``offline_placement/distributed_recording.py``)."""
+    from isaaclab_arena.environments.cli import is_user_error
+    from isaaclab_arena.offline_placement.distributed_recording import (
+        DistributedRecordingError,
+        ShardsKept,
+        record_distributed,
+    )
+
+    try:
+        result = record_distributed(cfg, device=flags.device, verbose=flags.verbose)
+    except DistributedRecordingError as err:
+        return _error(str(err), quiet)
+    except ShardsKept as stop:
+        print(stop.line(), file=sys.stderr, flush=True)
+        return stop.exit_status
+    except KeyboardInterrupt:
+        print("interrupted: nothing was recorded yet", file=sys.stderr, flush=True)
+        return 130
+    except Exception as err:  # noqa: BLE001 - refused input is one line; anything else keeps its traceback
+        if not is_user_error(err):
+            raise
+        return _error(str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err), quiet)
+    return 0 if result.accepted > 0 else 1
 
 
 if __name__ == "__main__":

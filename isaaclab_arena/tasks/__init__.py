@@ -5,9 +5,9 @@ made by ``isaaclab_arena.environments.task_terms``. YAML ``task.subtasks[].kind`
 :data:`TASK_KINDS`.
 """
 
-from isaaclab_arena.tasks.pick_and_place import PickAndPlaceTask
+from isaaclab_arena.tasks.pick_and_place import PickAndPlaceRewardWeights, PickAndPlaceTask
 
 #: YAML ``kind`` -> task class.
 TASK_KINDS = {"PickAndPlaceTask": PickAndPlaceTask}
 
-__all__ = ["PickAndPlaceTask", "TASK_KINDS"]
+__all__ = ["PickAndPlaceRewardWeights", "PickAndPlaceTask", "TASK_KINDS"]

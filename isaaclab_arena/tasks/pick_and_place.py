@@ -7,11 +7,17 @@ between the destination's bottom and ``success_height_tolerance_m`` above its to
 object's and the destination's env-local poses are observations. The pick-up object gets a
 ``RequiresReachability`` marker when the task is made (unless it has one), so ``ik_reachable`` keeps only
 layouts where the robot can reach it. Lengths in metres, speeds in m/s, times in seconds.
+
+Rewards (for reinforcement learning; ``environments/task_rewards.py``) are weighted by
+:class:`PickAndPlaceRewardWeights`, the task's ``reward_weights``. They do not change success, time-out or the
+observations.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 
 from isaaclab_arena.relations.markers import RequiresReachability
 
@@ -31,6 +37,65 @@ def _positive(value, owner: str, field: str, optional: bool = False) -> float | 
     return float(value)
 
 
+@dataclass(frozen=True)
+class PickAndPlaceRewardWeights:
+    """Weights and shapes of the reward terms of a :class:`PickAndPlaceTask` (``environments/task_rewards.py``).
+
+    Isaac Lab's reward manager sums ``weight * term`` over the terms and multiplies by the env step duration
+    (seconds), so an episode's return is a time integral: a weight is "reward per second at term value 1".
+    A weight of 0 leaves its term out. Terms marked *robot* are added only when the env has an embodiment.
+
+    Attributes:
+        reaching: *robot*; term ``1 - tanh(d / reaching_std_m)`` in [0, 1], ``d`` the distance (m) from the tool
+            frame (TCP) to the pick-up object's box centre.
+        lifting: Term in [0, 1]: the object's centre height above its height at the episode's start, divided by
+            ``lift_height_m`` and capped at 1; 0 below ``min_lift_m`` (resting, jitter) and, with a robot, while
+            the TCP is farther than ``grasp_radius_m`` from the object's centre (a held object, not a knocked one).
+        placing: Term in [0, 1]: ``1 - tanh(e / placing_std_m)`` while the object is lifted (above ``min_lift_m``),
+            else 0; ``e`` the distance (m) from the object's centre to the point above the destination's footprint
+            centre where the object would rest on the destination's top.
+        success: Term ``1 / step_dt`` on the step the task's ``success`` termination fires, else 0, so the weight
+            is the reward of one success (unitless); it makes ending the episode by success worth more than
+            holding the object near the destination until the time-out.
+        action_rate: *robot*; penalty term ``sum((a_t - a_{t-1})^2)`` over the action vector (action units; keep
+            the weight <= 0).
+        joint_vel: *robot*; penalty term ``sum(qd^2)`` over the robot's joints, (rad/s)^2 (keep the weight <= 0).
+        reaching_std_m: Distance scale of ``reaching``, metres (> 0).
+        placing_std_m: Distance scale of ``placing``, metres (> 0).
+        lift_height_m: Lift (metres, > 0) at which ``lifting`` reaches 1.
+        min_lift_m: Lift (metres, > 0) below which the object counts as resting.
+        grasp_radius_m: TCP-to-object-centre distance (metres, > 0) within which a lifted object counts as held.
+    """
+
+    reaching: float = 1.0
+    lifting: float = 15.0
+    placing: float = 16.0
+    success: float = 200.0
+    action_rate: float = -1e-4
+    joint_vel: float = -1e-4
+    reaching_std_m: float = 0.3
+    placing_std_m: float = 0.3
+    lift_height_m: float = 0.1
+    min_lift_m: float = 0.01
+    grasp_radius_m: float = 0.08
+
+    #: Fields that weight a term (the others shape the terms).
+    WEIGHT_FIELDS = ("reaching", "lifting", "placing", "success", "action_rate", "joint_vel")
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"PickAndPlaceRewardWeights.{f.name} must be a finite number, got {v!r}")
+            if f.name not in self.WEIGHT_FIELDS and v <= 0:
+                raise ValueError(f"PickAndPlaceRewardWeights.{f.name} must be > 0 (metres), got {v!r}")
+            object.__setattr__(self, f.name, float(v))
+
+    def weights(self) -> dict[str, float]:
+        """``{term name: weight}`` of every term (zero weights included)."""
+        return {name: getattr(self, name) for name in self.WEIGHT_FIELDS}
+
+
 class PickAndPlaceTask:
     """Pick ``pick_up_object`` up and put it on or in ``destination_location``.
 
@@ -42,12 +107,15 @@ class PickAndPlaceTask:
         description: Free text (YAML ``task.description``).
         success_height_tolerance_m: How far above the destination's top the object's bottom may rest, metres.
         success_speed_m_s: Largest object speed that counts as resting, m/s.
+        reward_weights: Weights and distance scales (metres) of the reward terms (:class:`PickAndPlaceRewardWeights`;
+            default: its defaults). Rewards affect training only, never success or time-out.
     """
 
     yaml_kind = "PickAndPlaceTask"
 
     def __init__(self, pick_up_object, destination_location, background_scene=None, episode_length_s: float | None = None,
-                 description: str = "", success_height_tolerance_m: float = 0.02, success_speed_m_s: float = 0.05):
+                 description: str = "", success_height_tolerance_m: float = 0.02, success_speed_m_s: float = 0.05,
+                 reward_weights: PickAndPlaceRewardWeights | None = None):
         owner = "PickAndPlaceTask"
         self.pick_up_object = _asset(pick_up_object, owner, "pick_up_object")
         self.destination_location = _asset(destination_location, owner, "destination_location")
@@ -65,6 +133,11 @@ class PickAndPlaceTask:
         self.description = description
         self.success_height_tolerance_m = _positive(success_height_tolerance_m, owner, "success_height_tolerance_m")
         self.success_speed_m_s = _positive(success_speed_m_s, owner, "success_speed_m_s")
+        if reward_weights is None:
+            reward_weights = PickAndPlaceRewardWeights()
+        if not isinstance(reward_weights, PickAndPlaceRewardWeights):
+            raise TypeError(f"{owner}: reward_weights must be a PickAndPlaceRewardWeights, got {reward_weights!r}")
+        self.reward_weights = reward_weights
         if not pick_up_object.get_relations_of(RequiresReachability):
             marker = RequiresReachability()
             marker.stamped_by = owner  # written back to YAML as the task, not as a relation

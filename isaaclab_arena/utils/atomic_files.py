@@ -63,3 +63,21 @@ def fsync_dir(folder: str) -> None:
         pass
     finally:
         os.close(dfd)
+
+
+def write_text_atomic(path: str, text: str) -> str:
+    """Writes ``text`` (UTF-8) to ``path`` through a temporary file beside it, fsync and one rename (overwrites);
+    a failure leaves the old file (or none) and no temporary file. Returns the path."""
+    fd, tmp = temp_beside(path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        commit(tmp, path, overwrite=True)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
+    return path

@@ -1,0 +1,123 @@
+"""The evaluation loop: steps an env with a policy until every episode of its share has ended.
+
+An env slot that resets takes the next layout of the env's replay queue (``ReplayPoseSource``), in reset-request
+order, so the queue position a slot took is the (local) episode it runs. Per step: one ``check_action``, one
+``env.step``; episode ends are read from the termination manager (the term that fired). No Python loop over envs
+on steps where no episode ends.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import torch
+
+
+def replay_source_of(pose_source):
+    from isaaclab_arena.environments.replay_source import ReplayPoseSource
+
+    sources = getattr(pose_source, "sources", [pose_source])
+    found = [s for s in sources if isinstance(s, ReplayPoseSource)]
+    if not found:
+        raise RuntimeError("evaluation env has no replay pose source for its episode layouts")
+    return found[0]
+
+
+class EpisodeLoop:
+    """Steps an env with a policy until every episode of its share has ended; collects raw outcomes.
+
+    Args:
+        env: The gym env (its reset term replays the share's layouts, ``ReplayPoseSource``).
+        policy: The policy (protocol of ``evaluation/policy.py``).
+        policy_type: Its name, for refusals.
+        num_local: Episodes of this share (queue positions 0 .. num_local - 1).
+        source: The env's replay source.
+        max_steps: Step limit (None: episode length x (episodes per env + 1)).
+        progress: A tqdm bar (or None) updated per ended episode.
+        on_outcomes: Called with the outcomes so far after every step that ended an episode of the share.
+    """
+
+    def __init__(self, env, policy, policy_type: str, num_local: int, source, max_steps: int | None = None,
+                 progress=None, on_outcomes=None):
+        from isaaclab_arena.evaluation.policy import EnvInfo
+
+        self.env, self.policy, self.policy_type = env, policy, policy_type
+        self.u = env.unwrapped
+        self.info = EnvInfo.of(env)
+        self.num_local, self.source, self.progress = num_local, source, progress
+        self.on_outcomes = on_outcomes
+        per_env = math.ceil(num_local / self.u.num_envs)
+        self.max_steps = max_steps or int(self.u.max_episode_length) * (per_env + 1)
+        tm = self.u.termination_manager
+        self.term_names = list(tm.active_terms)
+        self.time_out_terms = [n for n in self.term_names if tm.get_term_cfg(n).time_out]
+
+    def _causes(self, ended: torch.Tensor) -> list[str]:
+        """Name of the term that ended each env in ``ended``: a non-time-out term first, else a time-out."""
+        tm = self.u.termination_manager
+        fired = torch.stack([tm.get_term(n)[ended] for n in self.term_names], -1).cpu()  # (E, T)
+        order = [i for i, n in enumerate(self.term_names) if n not in self.time_out_terms] + \
+                [i for i, n in enumerate(self.term_names) if n in self.time_out_terms]
+        out = []
+        for row in fired.tolist():  # a few ended envs per step, not a per-env loop every step
+            hit = [self.term_names[i] for i in order if row[i]]
+            out.append(hit[0] if hit else "unknown")
+        return out
+
+    def run(self) -> dict[int, dict]:
+        """``{local episode: {"success", "termination", "episode_length_steps"}}`` for every local episode."""
+        from isaaclab_arena.evaluation.policy import check_action
+
+        u, n = self.u, self.num_local
+        obs, _ = self.env.reset()
+        self.policy.reset(None)
+        running = self.source.slot_position.clone()
+        steps_in = torch.zeros(u.num_envs, dtype=torch.long)
+        outcomes: dict[int, dict] = {}
+        has_success = "success" in self.term_names
+        steps = 0
+        while len(outcomes) < n and steps < self.max_steps:
+            action = check_action(self.policy.get_action(self.env, obs), self.info, self.policy_type)
+            obs, _, terminated, truncated, _ = self.env.step(action)
+            steps += 1
+            steps_in += 1
+            done = (terminated | truncated).cpu()
+            if not bool(done.any()):
+                continue
+            ended = done.nonzero().flatten()
+            causes = self._causes(ended.to(u.device))
+            before = len(outcomes)
+            for e, cause in zip(ended.tolist(), causes):
+                k = int(running[e])
+                if 0 <= k < n and k not in outcomes:
+                    outcomes[k] = {"success": has_success and cause == "success", "termination": cause,
+                                   "episode_length_steps": int(steps_in[e])}
+                    if self.progress is not None:
+                        self.progress.update(1)
+            if self.on_outcomes is not None and len(outcomes) > before:
+                self.on_outcomes(outcomes)
+            running[ended] = self.source.slot_position[ended]
+            steps_in[ended] = 0
+            self.policy.reset(ended.to(u.device))
+        for e in range(u.num_envs):  # cut off by the step limit: what is still open fails
+            k = int(running[e])
+            if 0 <= k < n and k not in outcomes:
+                outcomes[k] = {"success": False, "termination": "cut_off", "episode_length_steps": int(steps_in[e])}
+        for k in range(n):  # never started within the limit (only when the limit is below one episode per env)
+            outcomes.setdefault(k, {"success": False, "termination": "cut_off", "episode_length_steps": 0})
+        self.steps = steps
+        return outcomes
+
+
+def progress_bar(total: int, enabled: bool):
+    """A tqdm bar on stderr (episodes, with an ETA), or None."""
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="[eval] episodes", unit="ep", file=sys.stderr, dynamic_ncols=True,
+                mininterval=1.0, leave=True, delay=2.0)  # shown once episodes run (not on a first-step refusal)
+
+
+__all__ = ["EpisodeLoop", "progress_bar", "replay_source_of"]
