@@ -58,7 +58,7 @@ def single(tmp_path_factory):
     """The 1-process reference recording (path, wall seconds)."""
     cwd = tmp_path_factory.mktemp("single")
     t0 = time.monotonic()
-    out = arena(cwd, RECORDER, *OVERRIDES, "output=single.jsonl", timeout=600)
+    out = arena(cwd, RECORDER, *OVERRIDES, "output=single.jsonl", timeout=1500)
     wall = time.monotonic() - t0
     assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
     print(f"\n[timing] 1-process recording: {wall:.1f} s")
@@ -131,7 +131,7 @@ def test_pool_share_gets_the_global_envs_layouts():
 def test_two_ranks_byte_identical_to_one_process(single, tmp_path):
     ref, wall1 = single
     t0 = time.monotonic()
-    out = arena(tmp_path, *_torchrun(2), *OVERRIDES, "output=dist.jsonl", "--distributed", timeout=600)
+    out = arena(tmp_path, *_torchrun(2), *OVERRIDES, "output=dist.jsonl", "--distributed", timeout=1500)
     wall2 = time.monotonic() - t0
     print(f"\n[timing] 1-process recording: {wall1:.1f} s; 2-process (torchrun) recording: {wall2:.1f} s")
     assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
@@ -148,7 +148,7 @@ def test_two_ranks_byte_identical_to_one_process(single, tmp_path):
 def test_distributed_outside_torchrun_is_refused(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
     proc = subprocess.run([LAUNCHER, RECORDER, *OVERRIDES, "output=x.jsonl", "--distributed"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300, env=env)
+                          capture_output=True, text=True, timeout=1200, env=env)
     line = refusal(proc)
     assert "torchrun" in line and "--distributed" in line, line
     assert os.listdir(tmp_path) == []
@@ -165,7 +165,7 @@ def test_resume_with_another_world_size_is_refused(tmp_path):
     with open(os.path.join(folder, "rank0-of-3.json"), "w") as f:
         json.dump(manifest, f)
     before = sorted(os.listdir(folder))
-    out = arena(tmp_path, *_torchrun(2), *OVERRIDES, "output=out.jsonl", "--distributed", timeout=300)
+    out = arena(tmp_path, *_torchrun(2), *OVERRIDES, "output=out.jsonl", "--distributed", timeout=1200)
     line = refusal(out)
     assert "world size" in line and "was 3" in line and "has 2" in line, line
     assert not (tmp_path / "out.jsonl").exists()
@@ -194,7 +194,7 @@ def test_sigkill_of_a_rank_resumes_without_duplicates_or_losses(single, tmp_path
                 os.kill(int(data["pid"]), signal.SIGKILL)
                 break
             time.sleep(0.05)
-        log, _ = proc.communicate(timeout=600)
+        log, _ = proc.communicate(timeout=1500)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -98,10 +98,10 @@ def test_ray_cluster_with_a_worker_node_started_from_the_command_line(work):
     try:
         head = subprocess.run([*start, "--head", "--include-dashboard=false", f"--port={port}", "--num-cpus=1",
                                "--node-ip-address=127.0.0.1"],
-                              capture_output=True, text=True, timeout=180, env=env)
+                              capture_output=True, text=True, timeout=600, env=env)
         assert head.returncode == 0, head.stderr[-2000:]
         node = subprocess.run([*start, f"--address=127.0.0.1:{port}", "--num-cpus=1", "--node-ip-address=127.0.0.1"],
-                              capture_output=True, text=True, timeout=180, env=env)
+                              capture_output=True, text=True, timeout=600, env=env)
         assert node.returncode == 0, node.stderr[-2000:]
         out = arena(work, EVAL_RUNNER, "--experiment", "exp.yaml", "--runs", "scripted", "--output_dir", "cluster",
                     "--ray", "--ray_address", f"127.0.0.1:{port}", "--shard_episodes", "2", timeout=1800)
@@ -115,7 +115,7 @@ def test_ray_cluster_with_a_worker_node_started_from_the_command_line(work):
 
 def test_a_ray_address_that_does_not_answer_is_refused(work):
     out = arena(work, EVAL_RUNNER, "--experiment", "exp.yaml", "--output_dir", "noray", "--ray", "--ray_address",
-                f"127.0.0.1:{_free_port()}", timeout=300)
+                f"127.0.0.1:{_free_port()}", timeout=900)
     line = refusal(out)
     assert "no Ray head answers" in line and "ray start --head" in line
     assert not (work / "noray").exists()

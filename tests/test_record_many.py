@@ -50,6 +50,6 @@ def test_bad_input_is_one_line(work, case):
     if case == "same_stem":
         (work / "sub").mkdir(exist_ok=True)
         shutil.copy(work / "scene_a.yaml", work / "sub" / "scene_a.yaml")
-    line = refusal(arena(work, RECORD_MANY, *args, timeout=300))
+    line = refusal(arena(work, RECORD_MANY, *args, timeout=900))
     assert {"missing_spec": "nope.yaml", "output_override": "output=x.jsonl", "same_stem": "two specs"}[case] in line
     assert not (work / "bad").exists()

@@ -38,6 +38,7 @@ class EpisodeLayouts:
         placement_seed_drawn: True when no seed was given and the placer drew one.
         explanation: Why fallback layouts failed (the pool's closest misses), or "".
         diagnostics_path: The pool's diagnostics file, if written.
+        checks / required_checks: The placement checks a solved table ran / required (None for recordings).
     """
 
     layouts: PlacementLayouts
@@ -47,6 +48,8 @@ class EpisodeLayouts:
     placement_seed_drawn: bool = False
     explanation: str = ""
     diagnostics_path: str | None = None
+    checks: list[str] | None = None
+    required_checks: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.layouts)
@@ -62,8 +65,8 @@ class EpisodeLayouts:
     def select(self, episodes: list[int]) -> "EpisodeLayouts":
         """The layouts of the given episodes, in that order (a rank's share)."""
         rows = [self.row_of(k) for k in episodes]
-        return EpisodeLayouts(self.layouts.select(rows), [dict(self.meta[i]) for i in rows], list(episodes),
-                              self.placement_seed, self.placement_seed_drawn, self.explanation, self.diagnostics_path)
+        return dataclasses.replace(self, layouts=self.layouts.select(rows), meta=[dict(self.meta[i]) for i in rows],
+                                   episodes=list(episodes))
 
     def fallback_count(self) -> int:
         return sum(bool(m["fallback"]) for m in self.meta)
@@ -111,7 +114,8 @@ def solve_episode_layouts(builder, num_episodes: int, verbose: bool = False,
              "layout": {"source": "solver", "file": None, "index": k, "line": None}}
             for k, d, f in zip(episodes, draws, fallback)]
     explanation = "; ".join(f.explanation for f in pool.diagnostics.fills if f.explanation)
-    return EpisodeLayouts(layouts, meta, episodes, seed, drawn, explanation, pool.diagnostics.path)
+    return EpisodeLayouts(layouts, meta, episodes, seed, drawn, explanation, pool.diagnostics.path,
+                          list(pool.check_names), list(pool.required_check_names))
 
 
 def recorded_episode_layouts(path: str) -> EpisodeLayouts:

@@ -133,6 +133,7 @@ def summarize(settings: EvaluationSettings, builder, table, records: list[dict],
         "placement_seed": seed, "placement_seed_drawn": drawn,
         "placement_layouts": os.path.abspath(settings.placement_layouts) if settings.placement_layouts else None,
         "fallback_layouts": sum(r["fallback"] for r in records),
+        "placement_checks": table.checks, "required_checks": table.required_checks,
         "factors": factor_names, "object_key": roles.get("object"), "destination_key": roles.get("destination"),
         "robot_key": roles.get("robot"), "scene_outline": scene_outline(builder),
         "reproduce": reproduce_command(settings.command, seed, drawn and settings.seed_flag
@@ -265,6 +266,8 @@ def evaluate(builder, settings: EvaluationSettings, log=_log, dist=None) -> dict
 
         episodes = [k for k in share(dist, settings.num_episodes) if k in set(episodes)]
     out_dir = os.path.abspath(settings.output_dir) if settings.output_dir else None
+    if out_dir and dist is None:  # the run's placement diagnostics beside its records
+        builder.cfg = dataclasses.replace(builder.cfg, output_dir=out_dir)
     seed_drawn = False
     shard = None
     done: list[dict] = []

@@ -102,6 +102,7 @@ def agree_or_refuse(ctx: RankContext, refusal: str | None) -> None:
     if ctx.is_main:
         print(f"error: {first}", file=sys.stderr, flush=True)
     dist.barrier()
+    dist.destroy_process_group()  # a live gloo group at interpreter exit aborts the process (SIGABRT)
     raise SystemExit(2)
 
 
