@@ -166,13 +166,19 @@ def test_fallbacks_fill_the_impossible_env_and_are_reported(tmp_path, capsys):
     assert pool.next_draw.tolist() == [3, 3, 6]  # envs 0, 1 filled in batch 1; env 2 used both batches
     out = capsys.readouterr().out
     assert "[placement] Validated 9 candidate layout(s); passed per check: no_overlap=9/9, clearance=9/9, on_relation=" in out
-    assert "next_to=6/9" in out and "next_to=0/3" in out  # batch 2 re-solved env 2 only
+    assert "next_to=6/9" in out and "next_to=0/3" not in out  # batch 2 (env 2 only) repeats batch 1's block:
+    # held back and counted, its figures in the JSON
+    assert "[placement] ... 1 more batch(es) like the one above: 3 candidates, 0 passed every required check" in out
+    assert out.count("[solver]") == 1
     assert "  next_to: 'cube' next_to(mug, positive_x): " in out and " rejected (e.g. by " in out
     assert "best-loss fallback used for 3 layout slot(s) in env(s) [2]" in out
     data = json.loads((tmp_path / "placement_diagnostics.json").read_text())
     fill = data["fills"][0]
     assert fill["fallback_envs"] == [2] and fill["available_per_env"] == [3, 3, 3]
     assert fill["batches"][0]["checks"]["next_to"] == {"passed": 6, "evaluated": 9}
+    assert fill["batches"][1]["checks"]["next_to"] == {"passed": 0, "evaluated": 3}
+    assert fill["advice"].startswith("no candidate met 'cube' next_to(mug, positive_x)")
+    assert fill["closest_misses"][0]["check"] == "next_to" and fill["closest_misses"][0]["failed"] == 6
     causes = {r["cause"]: r for r in fill["batches"][1]["rejections"]}
     cause = next(c for c in causes if c.startswith("'cube' next_to(mug, positive_x)"))
     assert causes[cause]["example_env"] == 2 and causes[cause]["example_violation"] > 0.0

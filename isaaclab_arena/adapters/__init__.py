@@ -14,6 +14,8 @@ Importing this package installs the USD geometry reader of the asset model (``sp
 - ``procedural``: the built-in registry entries (``box``, ``cylinder``, ``sphere``, ``usd_file``,
   ``static_box``, ``usd_background``) as Isaac Lab spawner configs.
 - ``asset_registry``: registry names (YAML ``registry_name``) -> asset factories, with the example assets.
+- ``asset_catalog``: one record per registry name (kind, size in metres, collision mode, parameters) for
+  ``--list_assets`` and ``docs/ASSETS.md``.
 """
 
 from isaaclab_arena.adapters import spawn_geometry  # noqa: F401  (installs the USD geometry reader)

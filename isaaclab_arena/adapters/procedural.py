@@ -156,6 +156,7 @@ def _entry(registry_name: str, params_cls: type):
         factory.__name__ = factory.__qualname__ = build.__name__
         factory.__module__ = build.__module__
         factory.__doc__ = build.__doc__
+        factory.__annotations__ = {"return": build.__annotations__.get("return")}  # Object or Background
         factory.accepted_params = accepted_names(params_cls)
         factory.params_cls = params_cls
         return register_asset(registry_name)(factory)

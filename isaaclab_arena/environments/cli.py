@@ -18,6 +18,29 @@ from isaaclab_arena.environments.physics import PHYSICS_CHOICES
 from isaaclab_arena.utils.arena_argparse import ArenaArgumentParser
 
 
+class ListAssetsAction(argparse.Action):
+    """``--list_assets``: prints every registered asset (name, kind, size in m, collision, parameters) and exits,
+    like ``--help``: before any other flag is checked, so no ``--env_spec`` or env name is needed.
+
+    Exit status 0; 1 when an entry could not be described (the table names it and why). Loads the asset registry
+    (spawner configs, pxr for USD bounds) only when the flag is given; starts no simulation.
+    """
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from isaaclab_arena.adapters.asset_catalog import build_catalog, format_table
+
+        records = build_catalog(strict=False)
+        status = 1 if any(r.problem is not None for r in records) else 0
+        try:
+            print(format_table(records), flush=True)
+        except BrokenPipeError:  # piped into head: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        parser.exit(status)
+
+
 def get_isaaclab_arena_cli_parser(description: str | None = None, env_spec: bool = True,
                                   **parser_kw) -> argparse.ArgumentParser:
     """Flags shared by ``environment_runner.py`` and ``policy_runner.py`` (runner flags precede an env name).
@@ -25,6 +48,9 @@ def get_isaaclab_arena_cli_parser(description: str | None = None, env_spec: bool
     ``env_spec=False`` leaves out ``--env_spec`` (runners of registered Python environments).
     """
     p = ArenaArgumentParser(description=description, **parser_kw)
+    p.add_argument("--list_assets", action=ListAssetsAction,
+                   help="print every registered asset (YAML registry_name) with its kind, size (m), collision mode and "
+                        "parameters, then exit (docs/ASSETS.md shows them with pictures)")
     p.add_argument("--num_envs", type=int, default=None,
                    help="parallel environments (> 0; default: the spec's num_envs, else 1)")
     p.add_argument("--env_spacing", type=float, default=None,

@@ -53,6 +53,31 @@ class IsaacLabArenaEnvironment:
             if asset.name in seen:
                 raise ValueError(f"environment '{self.name}': duplicate asset name '{asset.name}'")
             seen.add(asset.name)
+        if self.task is not None:
+            self._check_task(seen)
+
+    def _check_task(self, names: set[str]) -> None:
+        """The task's assets against the scene, before anything is built: each is an asset of this environment
+        (the robot counts as one), and the object to pick up is a rigid object (its pose is read from the
+        simulator every step)."""
+        from isaaclab_arena.assets.object_type import ObjectType
+
+        task = self.task
+        owner = f"environment '{self.name}': task {type(task).__name__}"
+        robot = {self.embodiment.name} if self.embodiment is not None and hasattr(self.embodiment, "name") else set()
+        for role in ("pick_up_object", "destination_location"):
+            asset = getattr(task, role, None)
+            if asset is None:
+                continue
+            if asset.name not in names | robot:
+                raise ValueError(f"{owner}: {role} '{asset.name}' is not an asset of the environment; assets: "
+                                 f"{sorted(names)}")
+        pick = getattr(task, "pick_up_object", None)
+        if pick is not None and (type(pick).__name__ == "Background"
+                                 or getattr(pick, "object_type", ObjectType.RIGID) is not ObjectType.RIGID):
+            kind = type(pick).__name__ if type(pick).__name__ == "Background" else f"object_type {pick.object_type.value}"
+            raise ValueError(f"{owner}: pick_up_object '{pick.name}' must be a rigid object (it is a {kind}); "
+                             "the success test reads its pose from the simulator")
 
     def get_asset(self, name: str) -> PlaceableAsset:
         for asset in self.assets:

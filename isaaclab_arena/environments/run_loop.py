@@ -19,6 +19,9 @@ import time
 
 import torch
 
+from isaaclab_arena.environments.run_outcome import placement_outcome, summary_block
+from isaaclab_arena.utils.interrupts import raise_if_interrupted
+
 
 def placed_poses(env, names: list[str]) -> dict[str, torch.Tensor]:
     """Env-local root poses ``(num_envs, 7)`` (xyz metres + xyzw) read back from the simulator."""
@@ -130,7 +133,12 @@ def run(builder, num_steps: int, output_dir: str | None, pictures: bool = True, 
     if output_dir:
         output_dir = os.path.abspath(output_dir)
     t0 = time.perf_counter()
-    env_cfg = builder.compose_manager_cfg()
+    try:
+        env_cfg = builder.compose_manager_cfg()
+    except Exception as err:
+        _report_failed_placement(builder, output_dir, pictures, picture_envs, command, err,
+                                 time.perf_counter() - t0)
+        raise
     t_compose = time.perf_counter() - t0
     seed, drawn = _seed_facts(builder)
     if seed is not None:
@@ -138,11 +146,7 @@ def run(builder, num_steps: int, output_dir: str | None, pictures: bool = True, 
         print(f"[arena] placement seed {seed}{how}", flush=True)
     replayed = _replay_origin(builder)
     names = builder.pose_source.object_names if builder.pose_source is not None else []
-    summary: dict = {"env": builder.arena_env.name, "num_envs": builder.cfg.num_envs,
-                     "env_spacing": builder.env_spacing, "physics": builder.physics,
-                     "device": builder.cfg.device, "compose_s": round(t_compose, 3),
-                     "placement_seed": seed, "placement_seed_drawn": drawn, "cwd": os.getcwd(),
-                     "reproduce": reproduce_command(command, seed, drawn)}
+    summary = _base_summary(builder, command, t_compose)
     if replayed is not None:
         summary["placement_layouts"] = os.path.abspath(replayed)
         print(f"[arena] replaying recorded layouts from {os.path.abspath(replayed)}", flush=True)
@@ -164,6 +168,7 @@ def run(builder, num_steps: int, output_dir: str | None, pictures: bool = True, 
             act = zero_actions(env)
             t1 = time.perf_counter()
             for _ in range(num_steps):
+                raise_if_interrupted()
                 env.step(policy(env) if policy is not None else act)
             dt = time.perf_counter() - t1
             final = placed_poses(env, names)
@@ -180,9 +185,53 @@ def run(builder, num_steps: int, output_dir: str | None, pictures: bool = True, 
         finally:
             with held_output(verbose):
                 env.close()
+    outcome = placement_outcome(builder.placer)
+    if outcome is not None:
+        summary["placement_outcome"] = outcome
     if output_dir:
         _write_summary(output_dir, summary)
+    if outcome is not None and outcome["status"] != "ok":
+        print(summary_block(outcome, _outcome_files(builder, output_dir, summary)), flush=True)
     return summary
+
+
+def _base_summary(builder, command: list[str] | None, t_compose: float) -> dict:
+    seed, drawn = _seed_facts(builder)
+    return {"env": builder.arena_env.name, "num_envs": builder.cfg.num_envs, "env_spacing": builder.env_spacing,
+            "physics": builder.physics, "device": builder.cfg.device, "compose_s": round(t_compose, 3),
+            "placement_seed": seed, "placement_seed_drawn": drawn, "cwd": os.getcwd(),
+            "reproduce": reproduce_command(command, seed, drawn)}
+
+
+def _outcome_files(builder, output_dir: str | None, summary: dict) -> dict[str, str | None]:
+    """The files a failed or fallback run points to: picture, summary, diagnostics, debug view (.rrd)."""
+    view = getattr(getattr(builder.placer, "placer", None), "debug_view", None)
+    diagnostics = builder.placer.diagnostics.path if builder.placer is not None else None
+    return {"picture:": summary.get("picture"),
+            "summary:": os.path.join(output_dir, "run_summary.json") if output_dir else None,
+            "diagnostics:": diagnostics if diagnostics and os.path.exists(diagnostics) else None,
+            "debug view:": getattr(view, "path", None)}
+
+
+def _report_failed_placement(builder, output_dir, pictures, picture_envs, command, err, t_compose) -> None:
+    """A pool that could not be filled: the picture of the best-loss candidates, ``run_summary.json`` with the
+    outcome and the error, and the summary block, before the error propagates (the runner then prints it)."""
+    outcome = placement_outcome(builder.placer)
+    if outcome is None or outcome["status"] != "failed":
+        return
+    summary = _base_summary(builder, command, t_compose)
+    summary.update(placement_outcome=outcome, error=str(err))
+    if output_dir and pictures:
+        from isaaclab_arena.environments import placement_pictures as pics
+
+        path = os.path.join(output_dir, "layouts.png")
+        failed: dict = {}
+        note = "NOT PLACED: best-loss candidates of the failed fill"
+        pics.write_layout_picture(builder.placer, path, report=failed, env_ids=picture_envs, note=note)
+        summary.update(picture=path, picture_shows=note, picture_failed_checks={str(k): v for k, v in failed.items()})
+    if output_dir:
+        _write_summary(output_dir, summary)
+    print(summary_block(outcome, _outcome_files(builder, output_dir, summary)), flush=True)
 
 
 def _write_summary(output_dir: str, summary: dict) -> None:

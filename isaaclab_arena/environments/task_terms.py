@@ -65,11 +65,15 @@ class TaskPoses:
         self.object_key = task.pick_up_object.get_scene_root_keys()[0]
         dest = task.destination_location
         keys = dest.get_scene_root_keys()
-        self.dest_key = keys[0] if keys and keys[0] in env.scene.keys() else None
+        # a destination read from the simulator: a scene entity with state (rigid objects, object sets); a static
+        # one (a background such as the floor, a reference such as a tabletop) stays at its fixed pose
+        live = keys and keys[0] in env.scene.keys() and hasattr(env.scene[keys[0]], "data")
+        self.dest_key = keys[0] if live else None
         self.dest_fixed = None
         if self.dest_key is None:
-            pose = dest.get_world_pose()
-            self.dest_fixed = torch.tensor([*pose.position_xyz, *pose.rotation_xyzw], device=env.device).expand(n, 7)
+            pose = dest.get_world_pose()  # None: spawned at the env origin (a background without initial_pose)
+            xyz, q = (pose.position_xyz, pose.rotation_xyzw) if pose is not None else ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+            self.dest_fixed = torch.tensor([*xyz, *q], device=env.device).expand(n, 7)
         self.obj_lo, self.obj_hi = (t.to(env.device) for t in _local_boxes(task.pick_up_object, n, members))
         self.dest_lo, self.dest_hi = (t.to(env.device) for t in _local_boxes(dest, n, members))
 

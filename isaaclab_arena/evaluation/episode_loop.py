@@ -13,6 +13,8 @@ import sys
 
 import torch
 
+from isaaclab_arena.utils.interrupts import raise_if_interrupted
+
 
 def replay_source_of(pose_source):
     from isaaclab_arena.environments.replay_source import ReplayPoseSource
@@ -78,6 +80,7 @@ class EpisodeLoop:
         has_success = "success" in self.term_names
         steps = 0
         while len(outcomes) < n and steps < self.max_steps:
+            raise_if_interrupted()
             action = check_action(self.policy.get_action(self.env, obs), self.info, self.policy_type)
             obs, _, terminated, truncated, _ = self.env.step(action)
             steps += 1

@@ -11,6 +11,11 @@ before anything is simulated. Each run writes ``<output_dir>/<run>/episodes.json
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # Ctrl-C during start-up (imports take seconds): one line, no traceback
+    from isaaclab_arena.utils.interrupts import quiet_interrupts
+
+    quiet_interrupts()
+
 import argparse
 import os
 import sys

@@ -17,6 +17,11 @@ Messages are the bytes of ``remote_protocol.py`` (JSON header + raw arrays; noth
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # Ctrl-C during start-up (imports take seconds): one line, no traceback
+    from isaaclab_arena.utils.interrupts import quiet_interrupts
+
+    quiet_interrupts()
+
 import hmac
 import os
 import signal

@@ -45,6 +45,7 @@ from isaaclab_arena.offline_placement.recording_scene import RecordingScene
 from isaaclab_arena.offline_placement.rejection_summary import RejectionSummary
 from isaaclab_arena.offline_placement.scene_capture import capture_link_poses, capture_root_poses, capture_settled_batch
 from isaaclab_arena.relations.placement_layouts import PlacementLayouts, validation_block
+from isaaclab_arena.utils.interrupts import raise_if_interrupted
 
 #: Pre-physics checks every ClutterOn release must pass, added to the required set of clutter scenes.
 CLUTTER_REQUIRED_CHECKS = ("no_overlap", "clutter_on_relation")
@@ -304,6 +305,7 @@ class SettledPlacementCollector:
         parts: list[PlacementLayouts] = []
         accepted = 0
         for b in range(1, max_batches + 1):
+            raise_if_interrupted()
             final, vblocks, _ = self.run_batch(b)
             layouts = None
             take = len(vblocks) if target is None else min(len(vblocks), target - accepted)

@@ -27,6 +27,7 @@ from isaaclab_arena.relations.kernels.tables import (
     vec12i,
 )
 from isaaclab_arena.relations.feasibility import check_feasibility
+from isaaclab_arena.relations.footprint_budget import check_footprint_budget
 from isaaclab_arena.relations.kinds import KIND_ID, KINDS, kind_of, priority_of
 from isaaclab_arena.relations.chain_room import ChainRooms, turns
 from isaaclab_arena.relations.kinds.kind import ROW_WIDTH, KindRole, PackContext, ParamRow, RoomRow
@@ -39,6 +40,7 @@ from isaaclab_arena.relations.placement_problem import (
 )
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
 from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On, RequiresReachability
+from isaaclab_arena.relations.scene_budgets import check_memory_budget, check_object_budget
 from isaaclab_arena.utils.pose import quat_rotate
 
 
@@ -353,13 +355,18 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
     """Checks the scene (restrictions, collision modes, anchors) and compiles it.
 
     Raises ``PlacementConfigError`` (a ``ValueError``) naming the asset and relation for bad input (a MESH
-    Background whose mesh cannot be extracted included).
+    Background whose mesh cannot be extracted included), and in one line for a scene over a budget
+    (``scene_budgets``: object count, footprint, memory), before anything that grows with it is built.
     """
     ensure_warp()
     assets = list(assets)
+    check_object_budget(assets, placer_params)  # first: every later step grows with the object count
     check_placement_restrictions(assets, random_yaw_init=placer_params.random_yaw_init)
     _check_collision_modes(assets, placer_params)
     sc = _SceneCompiler(assets, num_envs, placement_seed, placer_params)
+    check_footprint_budget(sc.movables, sc.fixed, placer_params)
+    n_relations = sum(1 for a in sc.movables for rel in a.get_relations() if kind_of(rel) is not None)
+    check_memory_budget(sc.n_mov, len(sc.fixed), n_relations, num_envs, placer_params, device)
     local_lo, local_hi, fixed_lo, fixed_hi = sc.geometry()
     ints, floats, compiled, kind_start = sc.relation_rows()
     pairs, pair_f = sc.overlap_pairs()

@@ -24,8 +24,13 @@ What it proves:
   Both are relaxations (each axis on its own): a refusal is always right; a scene that only fails because
   one heading cannot suit two axes at once passes here and is explained after solving instead.
 
-Not proven here (left to the solver and the failure explanation of ``placement_diagnostics``): no_overlap
-and clearance between objects (crowding), NotNextTo keep-outs, RandomAroundSolution's grown solver bounds.
+Crowding (``footprint_budget.check_footprint_budget``, run early in the compile, before the pair tables are
+built): the objects that stand directly On one support at overlapping heights and must not overlap each other
+need at least the sum of their footprint areas inside the support's room; more is refused in one line.
+
+Not proven here (left to the solver and the failure explanation of ``placement_diagnostics``): crowding below
+the area bound (no_overlap and clearance between objects), NotNextTo keep-outs, RandomAroundSolution's grown
+solver bounds.
 """
 
 from __future__ import annotations
@@ -163,9 +168,11 @@ def _yaw_ranges(lo, hi, turning: _Turning, room=None):
 # ------------------------------------------------------------------------------------------- the checker
 def _required(kind, placer_params) -> bool:
     """Whether a layout must meet the relation: its check is required (objectives always count)."""
-    check = kind.check
-    if check is None:
-        return True
+    return kind.check is None or _check_required(kind.check, placer_params)
+
+
+def _check_required(check: str, placer_params) -> bool:
+    """Whether the check ``check`` runs and must pass."""
     enabled, required = placer_params.enabled_checks, placer_params.required_checks
     if enabled is not None and check not in enabled:
         return False

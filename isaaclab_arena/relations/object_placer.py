@@ -165,6 +165,10 @@ class ObjectPlacer:
         With ``apply_positions_to_objects`` (the default) and ``num_envs == 1``, a successful result is written
         back to the placed assets as ``asset.placed_pose`` (env-local, metres, xyzw; see
         ``apply_placement_result``). Results of several envs, or a failed one, leave the assets untouched.
+
+        Raises ``PlacementConfigError`` (a ``ValueError``) only for scenes refused before solving (restrictions,
+        the feasibility pre-check, budgets); a solved env that fails a required check is a result with
+        ``success=False`` and its ``explanation``, never an exception.
         """
         assets = list(assets)
         n = self.params.max_placement_attempts

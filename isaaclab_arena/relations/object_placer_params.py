@@ -39,6 +39,12 @@ class ObjectPlacerParams:
         reachability_config: IK settings.
         debug_visualize: Open the debug viewer.
         debug_visualize_output_path: Write the debug recording here (headless runs).
+        max_objects: Most placed objects (assets placed by relations) a scene may have; a larger scene is
+            refused when it is compiled, before anything grows with the object count (its no_overlap pairs
+            grow as n^2). None: no limit. See "Budgets" in docs/SOLVER.md.
+        memory_budget_gb: Most memory (GB, 1e9 bytes) the compile and one solve batch may be estimated to
+            allocate, checked before allocating (host; on CUDA also the device); None: half the memory
+            available when the scene is compiled (``psutil`` or /proc/meminfo; ``torch.cuda.mem_get_info``).
     """
 
     solver_params: RelationSolverParams = field(default_factory=RelationSolverParams)
@@ -56,12 +62,17 @@ class ObjectPlacerParams:
     reachability_config: ReachabilityConfig = field(default_factory=ReachabilityConfig)
     debug_visualize: bool = False
     debug_visualize_output_path: str | None = None
+    max_objects: int | None = 2000
+    memory_budget_gb: float | None = None
 
     def __post_init__(self):
         owner = "ObjectPlacerParams"
         for name in ("max_placement_attempts", "min_unique_layouts_per_env"):
             setattr(self, name, checks.integer(getattr(self, name), owner, name, minimum=1))
         self.placement_seed = checks.integer(self.placement_seed, owner, "placement_seed", optional=True)
+        self.max_objects = checks.integer(self.max_objects, owner, "max_objects", optional=True, minimum=1)
+        self.memory_budget_gb = checks.number(self.memory_budget_gb, owner, "memory_budget_gb", optional=True,
+                                              minimum=0.0, strict_minimum=True)
         self.on_relation_z_tolerance_m = checks.number(self.on_relation_z_tolerance_m, owner,
                                                        "on_relation_z_tolerance_m", minimum=0.0)
         for name in ("random_yaw_init", "apply_positions_to_objects", "verbose", "resolve_on_reset",

@@ -24,6 +24,13 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from isaaclab_arena.relations.failure_explanation import (  # noqa: F401 - re-exported (the explanation's home)
+    PAIR_CHECKS,
+    ClosestMiss,
+    FailureTally,
+    explanation_text,
+    placement_advice,
+)
 from isaaclab_arena.relations.validation.results import ValidatedBatch
 
 
@@ -63,11 +70,6 @@ def _failed_masks(vb: ValidatedBatch) -> dict[str, torch.Tensor]:
     """check -> (B,) bool on the host: the check ran and failed."""
     v = vb.validation
     return {c: (~v.verdicts[c] & v.evaluated_mask(c)).cpu() for c in v.checks}
-
-
-#: Pair checks: the batch fields holding each candidate's worst pair and its depth, and the cause text.
-PAIR_CHECKS = {"no_overlap": ("overlap_pair", "overlap_depth", "'{a}' overlaps '{b}'"),
-               "clearance": ("clearance_pair", "clearance_depth", "'{a}' and '{b}' closer than their clearance")}
 
 
 def _pair_failures(vb: ValidatedBatch, failed: dict[str, torch.Tensor]) -> dict[str, tuple]:
@@ -184,187 +186,8 @@ def rejection_records(vb: ValidatedBatch) -> list[RejectionRecord]:
     return out
 
 
-# ---------------------------------------------------------------------------------- failed envs explained
-@dataclass(frozen=True)
-class ClosestMiss:
-    """Why envs got no valid layout: one required relation (or no_overlap pair, or check) that failed, with the
-    closest any of their candidates came to meeting it.
-
-    Attributes:
-        check: The check that failed.
-        cause: Object, relation and failure (the cause of its closest failing candidate).
-        violation_m: Smallest violation any candidate had, metres (0.0: some candidate met it; None: the check
-            gives no measure). For no_overlap: the smallest depth of the pair where it was a candidate's
-            deepest overlap.
-        failed: Candidates that failed it.
-        candidates: Candidates considered.
-        env_id: Env of the closest failing candidate.
-    """
-
-    check: str
-    cause: str
-    violation_m: float | None
-    failed: int
-    candidates: int
-    env_id: int
-
-    def line(self) -> str:
-        if self.violation_m is None:
-            how = ""
-        elif self.failed == self.candidates:
-            how = f", never met: closest by {self.violation_m:.3f} m"
-        else:
-            how = f", met by {self.candidates - self.failed}"
-        return f"{self.check}: {self.cause} (failed in {self.failed}/{self.candidates} candidates{how}, env {self.env_id})"
-
-
-def explanation_text(misses: list[ClosestMiss], kept: list[str]) -> str:
-    """One text for a failed env or fill (``ObjectPlacer.place`` results and the pool's error say the same)."""
-    if not misses:
-        return "no failing required check was recorded"
-    text = ("relations in conflict (the closest any candidate came, largest first): "
-            + "; ".join(m.line() for m in misses))
-    if kept:
-        text += ". Met by every candidate (the solver enforces these first): " + ", ".join(kept)
-    return text
-
-
-class FailureTally:
-    """Per env: for every relation, no_overlap pair and required check, how many candidates failed it and the
-    smallest violation (metres) any candidate had. ``add`` is batched torch on the batch's device (no host
-    sync); ``explain`` reads the host once, on the failure path."""
-
-    def __init__(self):
-        self.problem = None
-
-    def _allocate(self, vb: ValidatedBatch) -> None:
-        p, dev = vb.problem, vb.env_ids.device
-        E, R, P = p.num_envs, p.num_relations, max(len(p.pairs), 1)
-        self.problem, self.required = p, tuple(vb.validation.required)
-        inf = float("inf")
-        self.seen = torch.zeros(E, dtype=torch.long, device=dev)
-        self.rel_min = torch.full((E, R), inf, device=dev)        # min over candidates of max(excess, 0)
-        self.rel_fail_min = torch.full((E, R), inf, device=dev)   # min excess over failing candidates
-        self.rel_fail_cause = torch.zeros((E, R), dtype=torch.long, device=dev)
-        self.rel_fail = torch.zeros((E, R), dtype=torch.long, device=dev)
-        self.pair_min = {c: torch.full((E, P), inf, device=dev) for c in PAIR_CHECKS}
-        self.pair_fail = {c: torch.zeros((E, P), dtype=torch.long, device=dev) for c in PAIR_CHECKS}
-        self.check_fail = torch.zeros((E, len(self.required)), dtype=torch.long, device=dev)
-        # column of each relation's check among the required ones (the last, always False, when not required)
-        col = [self.required.index(r.check) if r.check in self.required else len(self.required) for r in p.relations]
-        self.rel_check = torch.tensor(col, dtype=torch.long, device=dev)
-        # validators naming their causes (CheckOutcome): check -> texts, (E, C) failures and smallest miss
-        self.cause_texts: dict[str, tuple[str, ...]] = {}
-        self.cause_fail: dict[str, torch.Tensor] = {}
-        self.cause_min: dict[str, torch.Tensor] = {}
-
-    def add(self, vb: ValidatedBatch, mask: torch.Tensor | None = None) -> None:
-        """Counts the candidates of ``vb`` where ``mask`` (B,) is set (None: all)."""
-        if self.problem is None:
-            self._allocate(vb)
-        b = vb.solved
-        keep = torch.ones(len(vb), dtype=torch.bool, device=vb.env_ids.device) if mask is None else mask
-        env = vb.env_ids[keep]
-        if env.numel() == 0:
-            return
-        self.seen.index_add_(0, env, torch.ones_like(env))
-        v = vb.validation
-        failed = {c: (~v.verdicts[c] & v.evaluated_mask(c))[keep] for c in self.required}
-        table = torch.stack([failed[c] for c in self.required] + [torch.zeros_like(env, dtype=torch.bool)], 1)
-        self.check_fail.index_add_(0, env, table[:, :-1].long())
-        if self.problem.num_relations and b.relation_excess is not None:
-            excess, cause = b.relation_excess[keep].float(), b.relation_cause[keep].long()
-            fails = table[:, self.rel_check] & (cause != 0)  # a relation fails only where its required check did
-            idx = env.unsqueeze(1).expand_as(excess)
-            self.rel_min.scatter_reduce_(0, idx, excess.clamp(min=0.0), reduce="amin")
-            self.rel_fail.scatter_add_(0, idx, fails.long())
-            fail_ex = torch.where(fails, excess, torch.full_like(excess, float("inf")))
-            self.rel_fail_min.scatter_reduce_(0, idx, fail_ex, reduce="amin")
-            hit = fails & (fail_ex == self.rel_fail_min[env])
-            bi, ri = hit.nonzero(as_tuple=True)
-            self.rel_fail_cause[env[bi], ri] = cause[bi, ri]
-        for check, (pair_field, depth_field, _) in PAIR_CHECKS.items():
-            depth = getattr(b, depth_field, None)
-            if check not in failed or depth is None:
-                continue
-            bad = failed[check] & (depth[keep] > self.problem.slack)
-            e, pair = env[bad], getattr(b, pair_field)[keep][bad].long()
-            flat = e * self.pair_min[check].shape[1] + pair
-            self.pair_fail[check].view(-1).index_add_(0, flat, torch.ones_like(flat))
-            self.pair_min[check].view(-1).scatter_reduce_(0, flat, depth[keep][bad].float(), reduce="amin")
-        self._add_causes(v, env, keep, failed)
-
-    def _add_causes(self, v, env: torch.Tensor, keep: torch.Tensor, failed: dict[str, torch.Tensor]) -> None:
-        for check, (texts, index, miss) in v.extra_causes.items():
-            if check not in failed:
-                continue
-            E = self.seen.shape[0]
-            if len(texts) > len(self.cause_texts.get(check, ())):  # (re)size to the longest list of texts
-                old_fail, old_min = self.cause_fail.get(check), self.cause_min.get(check)
-                self.cause_fail[check] = torch.zeros((E, len(texts)), dtype=torch.long, device=env.device)
-                self.cause_min[check] = torch.full((E, len(texts)), float("inf"), device=env.device)
-                if old_fail is not None:
-                    self.cause_fail[check][:, :old_fail.shape[1]] = old_fail
-                    self.cause_min[check][:, :old_min.shape[1]] = old_min
-                self.cause_texts[check] = tuple(texts)
-            idx, m = index[keep], miss[keep].float()
-            bad = failed[check] & (idx >= 0)
-            flat = env[bad] * len(self.cause_texts[check]) + idx[bad]
-            self.cause_fail[check].view(-1).index_add_(0, flat, torch.ones_like(flat))
-            self.cause_min[check].view(-1).scatter_reduce_(0, flat, m[bad].nan_to_num(nan=float("inf")), reduce="amin")
-
-    def explain(self, envs) -> tuple[list[ClosestMiss], list[str]]:
-        """The closest misses over the candidates of ``envs`` (largest first) and the required relations that
-        touch the same objects and held in every candidate."""
-        if self.problem is None:
-            return [], []
-        p = self.problem
-        sel = torch.as_tensor(list(envs), dtype=torch.long, device=self.seen.device)
-        n = int(self.seen[sel].sum())
-        out, touched, named = [], set(), set()
-        rel_fail = self.rel_fail[sel].sum(0).tolist()
-        if any(rel_fail):
-            rel_min, rel_min_env = self.rel_min[sel].min(0)
-            fmin, fenv = self.rel_fail_min[sel].min(0)
-            cause = self.rel_fail_cause[sel].gather(0, fenv.unsqueeze(0))[0].tolist()
-            rel_min, fenv = rel_min.tolist(), sel[fenv].tolist()
-            for r, count in enumerate(rel_fail):
-                if count:
-                    cr = p.relations[r]
-                    named.add(cr.check)
-                    touched.update({cr.subject, cr.parent} - {None})
-                    out.append(ClosestMiss(cr.check, f"{cr.description}: {cr.kind.cause_text(cause[r])}",
-                                           max(rel_min[r], 0.0), count, n, fenv[r]))
-        for check, (_, _, text) in PAIR_CHECKS.items():
-            pair_fail = self.pair_fail[check][sel].sum(0).tolist()
-            if not any(pair_fail):
-                continue
-            pmin, penv = self.pair_min[check][sel].min(0)
-            pmin, penv = pmin.tolist(), sel[penv].tolist()
-            for k, count in enumerate(pair_fail):
-                if count:
-                    a, b = p.pair_names(k)
-                    named.add(check)
-                    touched.update({a, b})
-                    out.append(ClosestMiss(check, text.format(a=a, b=b), pmin[k], count, n, penv[k]))
-        for check, texts in self.cause_texts.items():
-            fails = self.cause_fail[check][sel].sum(0).tolist()
-            cmin, cenv = self.cause_min[check][sel].min(0)
-            for c, count in enumerate(fails):
-                if count:
-                    named.add(check)
-                    miss = float(cmin[c])
-                    out.append(ClosestMiss(check, texts[c], None if miss == float("inf") else miss, count, n,
-                                           int(sel[int(cenv[c])])))
-        check_fail = self.check_fail[sel]
-        for k, c in enumerate(self.required):
-            count = int(check_fail[:, k].sum())
-            if count and c not in named:
-                out.append(ClosestMiss(c, "check failed", None, count, n, int(sel[int(check_fail[:, k].argmax())])))
-        out.sort(key=lambda m: (m.violation_m is None, -(m.violation_m or 0.0), -m.failed))
-        kept = [cr.description for r, cr in enumerate(p.relations)
-                if cr.check in self.required and not rel_fail[r] and (cr.subject in touched or cr.parent in touched)]
-        return out, kept
+#: Rejection causes a batch's console block lists (a crowded scene has one per distinct pair).
+CONSOLE_MAX_CAUSES = 8
 
 
 @dataclass
@@ -383,7 +206,15 @@ class BatchDiagnostics:
         unused = f"; not used: {', '.join(self.not_used)}" if self.not_used else ""
         lines = [f"[placement] Validated {self.num_candidates} candidate layout(s); passed per check: {per_check}"
                  f"{unused}"]
-        return lines + [r.line() for r in self.rejections]
+        shown, extra = self.rejections[:CONSOLE_MAX_CAUSES], len(self.rejections) - CONSOLE_MAX_CAUSES
+        more = [f"  ... and {extra} more cause(s) (placement_diagnostics.json)"] if extra > 0 else []
+        return lines + [r.line() for r in shown] + more
+
+    def outline(self) -> tuple:
+        """What the console block says apart from its figures: the checks evaluated, those that rejected
+        candidates and the causes. Batches of one fill with the same outline print once (``record_batch``)."""
+        failing = tuple(sorted(c for c, v in self.checks.items() if v["passed"] < v["evaluated"]))
+        return tuple(self.checks), failing, tuple(sorted({(r.check, r.cause) for r in self.rejections}))
 
 
 def batch_diagnostics(vb: ValidatedBatch, fill_index: int = 0, batch_index: int = 0) -> BatchDiagnostics:
@@ -409,6 +240,8 @@ class FillDiagnostics:
     fallback_slots: int = 0
     available_per_env: list[int] = field(default_factory=list)
     explanation: str = ""  # closest misses of the envs that stayed short (empty when every env filled)
+    advice: str = ""  # the knob or change that would most likely help (empty when every env filled)
+    closest_misses: list[dict] = field(default_factory=list)  # ClosestMiss entries of the short envs
 
 
 class PlacementDiagnostics:
@@ -420,6 +253,8 @@ class PlacementDiagnostics:
         self.output_dir = output_dir
         self.verbose = verbose
         self.fills: list[FillDiagnostics] = []
+        self._printed: dict[int, tuple] = {}  # fill -> outline of the batch block printed last
+        self._alike: dict[int, tuple] = {}  # fill -> (batches, candidates, passed) held back since (same outline)
 
     @property
     def path(self) -> str | None:
@@ -430,19 +265,41 @@ class PlacementDiagnostics:
         self.fills.append(fill)
         return fill
 
-    def record_batch(self, fill: FillDiagnostics, vb: ValidatedBatch) -> BatchDiagnostics:
+    def record_batch(self, fill: FillDiagnostics, vb: ValidatedBatch, preface: list[str] | tuple = ()) -> BatchDiagnostics:
+        """Keeps the batch's figures; prints its block (``preface``: e.g. the solver's line of that batch first)
+        unless the previous block of this fill had the same outline, in which case it is counted and
+        ``end_fill`` says how many were alike. Every batch stays in the JSON."""
         diag = batch_diagnostics(vb, fill.fill_index, len(fill.batches))
         fill.batches.append(diag)
         if self.verbose:
-            print("\n".join(diag.console_lines()), flush=True)
+            outline = diag.outline()
+            if self._printed.get(fill.fill_index) == outline:
+                k, cands, passed = self._alike.get(fill.fill_index, (0, 0, 0))
+                self._alike[fill.fill_index] = (k + 1, cands + diag.num_candidates, passed + diag.num_passed_required)
+            else:
+                self._say_alike(fill)
+                self._printed[fill.fill_index] = outline
+                print("\n".join([*preface, *diag.console_lines()]), flush=True)
         return diag
 
+    def _say_alike(self, fill: FillDiagnostics) -> None:
+        k, cands, passed = self._alike.pop(fill.fill_index, (0, 0, 0))
+        if k:
+            where = f" (each in {self.path})" if self.path else ""
+            print(f"[placement] ... {k} more batch(es) like the one above: {cands} candidates, {passed} passed "
+                  f"every required check{where}", flush=True)
+
     def end_fill(self, fill: FillDiagnostics, fallback_envs: list[int], fallback_slots: int,
-                 available_per_env: list[int], explanation: str = "") -> None:
+                 available_per_env: list[int], explanation: str = "", advice: str = "",
+                 misses: list[ClosestMiss] | None = None) -> None:
+        if self.verbose:
+            self._say_alike(fill)
         fill.fallback_envs = sorted(fallback_envs)
         fill.fallback_slots = int(fallback_slots)
         fill.available_per_env = list(available_per_env)
         fill.explanation = explanation
+        fill.advice = advice
+        fill.closest_misses = [asdict(m) for m in (misses or [])]
         if fallback_envs and self.verbose:
             print(f"[placement] best-loss fallback used for {fallback_slots} layout slot(s) in env(s) "
                   f"{fill.fallback_envs}: they fail at least one required check; {explanation}", flush=True)

@@ -30,8 +30,19 @@ from __future__ import annotations
 import torch
 
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.placement_diagnostics import FailureTally, PlacementDiagnostics, explanation_text
+from isaaclab_arena.relations.placement_diagnostics import (
+    FailureTally,
+    PlacementDiagnostics,
+    explanation_text,
+    placement_advice,
+)
 from isaaclab_arena.relations.ranking import rank_order, rank_within_env
+from isaaclab_arena.utils.interrupts import raise_if_interrupted
+
+
+def _short_list(values: list, limit: int = 16) -> str:
+    """``values`` as a list, the first ``limit`` only (a 4096-env pool's counts made a 12 KB error line)."""
+    return str(values) if len(values) <= limit else f"{str(values[:limit])[:-1]}, ... ({len(values)} envs)]"
 
 
 class PooledObjectPlacer:
@@ -93,6 +104,7 @@ class PooledObjectPlacer:
         self.current_checks: torch.Tensor | None = None     # (E, C): its check verdicts
         self.consumed = torch.zeros(E, dtype=torch.long, device=dev)    # layouts handed out per env
         self.fallback_envs: set[int] = set()
+        self.unfilled_envs: list[int] = []  # envs of a fill that failed (fallbacks off); their slots hold best-loss candidates
         self.num_fills = 0
 
     @property
@@ -155,6 +167,7 @@ class PooledObjectPlacer:
         tally = FailureTally()  # closest misses of envs that stay short after a batch (failure explanation)
         max_batches = self.params.max_placement_attempts
         for b in range(max_batches):
+            raise_if_interrupted()
             active = (need & (filled < L)).nonzero().flatten()  # host sync: the loop condition
             if active.numel() == 0:
                 break
@@ -163,10 +176,18 @@ class PooledObjectPlacer:
             env_ids = active.repeat_interleave(L)
             draw_ids = (self.next_draw[active].unsqueeze(1) + slot_offsets).flatten()
             self.next_draw[active] += L
-            batch = self._place(env_ids, draw_ids)
+            solver = getattr(self.placer, "solver", None)
+            if solver is not None:
+                solver.held_lines = []  # printed with the batch's block (held back when the block repeats)
+            try:
+                batch = self._place(env_ids, draw_ids)
+            finally:
+                preface = (solver.held_lines or []) if solver is not None else []
+                if solver is not None:
+                    solver.held_lines = None
             if self.poses is None:
                 self._allocate(batch)
-            self.diagnostics.record_batch(fill, batch)
+            self.diagnostics.record_batch(fill, batch, preface)
             order = rank_order(batch)
             ranked = {"passed": batch.passed[order], "loss": batch.loss, "draw": draw_ids}
             passed = ranked["passed"]
@@ -179,15 +200,31 @@ class PooledObjectPlacer:
             last = (batch, env_ids, order, ranked, env_sorted)
         short = (need & (filled < L)).nonzero().flatten()
         fallback_slots = 0
-        explanation = ""
+        explanation = advice = ""
+        misses: list = []
         if short.numel() > 0:
             tally.add(last[0], (need & (filled < L))[last[1]])
             # the tally counts the batch's (global) env ids
-            explanation = explanation_text(*tally.explain((self.global_ids[short] if self.sharded else short).tolist()))
-            if not self.params.allow_best_loss_fallbacks:
-                self.diagnostics.end_fill(fill, [], 0, filled[envs].tolist(), explanation)
-                raise RuntimeError(self._failure_message(short, filled, envs, last, max_batches, explanation))
+            tallied = (self.global_ids[short] if self.sharded else short).tolist()
+            misses, kept = tally.explain(tallied)
+            explanation = explanation_text(misses, kept)
+            advice = placement_advice(misses, kept, tally.check_totals(tallied), max_batches, L)
             batch, env_ids, order, ranked, env_sorted = last
+            if not self.params.allow_best_loss_fallbacks:
+                # the best-loss candidates stay in the short envs' slots (flagged as fallbacks) so that the
+                # failing run can still draw what the solver came closest to; the pool is not used afterwards
+                failing = ~ranked["passed"]
+                rank = rank_within_env(env_sorted, failing, E)
+                take = failing & (rank < (L - filled)[env_sorted])
+                self._store(env_sorted[take], (filled[env_sorted] + rank)[take], order[take], batch, ranked,
+                            fallback=True)
+                self.unfilled_envs = sorted(short.tolist())
+                if self.current_poses is None:  # the creation fill: its slot 0 is what a picture shows
+                    self.current_poses = self.poses[:, 0].clone()
+                    self.current_passed = self.slot_passed[:, 0].clone()
+                    self.current_checks = self.slot_checks[:, 0].clone()
+                self.diagnostics.end_fill(fill, [], 0, filled[envs].tolist(), explanation, advice, misses)
+                raise RuntimeError(self._failure_message(short, filled, envs, last, max_batches, explanation, advice))
             failing = ~ranked["passed"]
             rank = rank_within_env(env_sorted, failing, E)
             missing = (L - filled)[env_sorted]
@@ -199,7 +236,8 @@ class PooledObjectPlacer:
         self.cursor[envs] = 0
         self.remaining[envs] = filled[envs]
         self.num_fills += 1
-        self.diagnostics.end_fill(fill, short.tolist(), fallback_slots, filled[envs].tolist(), explanation)
+        self.diagnostics.end_fill(fill, short.tolist(), fallback_slots, filled[envs].tolist(), explanation, advice,
+                                  misses)
 
     def _store(self, envs, slots, cand, batch, ranked, fallback: bool) -> None:
         if envs.numel() == 0:
@@ -216,7 +254,7 @@ class PooledObjectPlacer:
             checks = torch.stack([dev(batch.check_results[c]).to(torch.bool) for c in self.check_names], -1)
             self.slot_checks[envs, slots] = checks[cand]
 
-    def _failure_message(self, short, filled, envs, last, max_batches, explanation: str) -> str:
+    def _failure_message(self, short, filled, envs, last, max_batches, explanation: str, advice: str = "") -> str:
         """The error of a fill that stayed short: the envs, the checks their last candidates failed, and the
         closest misses over every candidate of those envs in this fill (``ObjectPlacer.place`` words the same)."""
         L = self.layouts_per_env
@@ -231,9 +269,10 @@ class PooledObjectPlacer:
                 parts.append(f"env {e}: failed {', '.join(failed) or 'no check (not enough candidates)'}")
         short_list = short.tolist()
         return (f"Placement pool could not fill {L} layouts per env after {max_batches} solve batches. "
-                f"Available per env: {filled[envs].tolist()}. allow_best_loss_fallbacks=False, so placement fails; "
+                f"Available per env: {_short_list(filled[envs].tolist())}. "
+                f"allow_best_loss_fallbacks=False, so placement fails; "
                 f"most recent rejections: " + "; ".join(parts) + f". In env(s) {short_list[:8]}"
-                f"{' ...' if len(short_list) > 8 else ''}, {explanation}")
+                f"{' ...' if len(short_list) > 8 else ''}, {explanation}" + (f". Try: {advice}" if advice else ""))
 
     # ---- lifecycle -----------------------------------------------------------------------------------------
     def member_indices_per_set(self) -> dict[str, list[int]]:

@@ -198,6 +198,9 @@ class RelationSolver:
         ensure_warp()
         self.params = params or RelationSolverParams()
         self.last_position_history: torch.Tensor | None = None
+        #: When a list, the ``verbose`` line of each solve call is appended here instead of printed (the pool
+        #: prints it with its batch's block, or holds both back when the block repeats the one before).
+        self.held_lines: list[str] | None = None
         self._spaces: dict[tuple, _FreshWorkspace] = {}
         self._pools: dict[tuple, WorkerPool] = {}
         self._lock = threading.Lock()
@@ -247,8 +250,12 @@ class RelationSolver:
             k = it_med = it_max = l_med = l_max = 0.0
         wall_ms = (time.perf_counter() - t0) * 1e3
         if p.verbose:
-            print(f"[solver] {b} candidates: {int(k)} converged, iterations median/max {int(it_med)}/{int(it_max)}, "
-                  f"final loss median/max {l_med:.4g}/{l_max:.4g}, {wall_ms:.2f} ms", flush=True)
+            line = (f"[solver] {b} candidates: {int(k)} converged, iterations median/max {int(it_med)}/{int(it_max)}, "
+                    f"final loss median/max {l_med:.4g}/{l_max:.4g}, {wall_ms:.2f} ms")
+            if self.held_lines is not None:
+                self.held_lines.append(line)
+            else:
+                print(line, flush=True)
         if p.profile:
             stage = [max((t[s] for t in times), default=0.0) * 1e3 for s in range(3)] if times else [0.0] * 3
             print(f"[solver profile] wall_ms={wall_ms:.3f} batch={b} pairs={len(problem.pairs)} "

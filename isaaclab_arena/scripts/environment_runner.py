@@ -15,6 +15,11 @@ replaces the registry name of the spec's ``embodiment`` node.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # Ctrl-C during start-up (imports take seconds): one line, no traceback
+    from isaaclab_arena.utils.interrupts import quiet_interrupts
+
+    quiet_interrupts()
+
 import argparse
 import os
 import sys

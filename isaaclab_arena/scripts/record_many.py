@@ -14,6 +14,11 @@ Exit status: 0 when every spec has its file, 1 when one recorded nothing, 2 for 
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # Ctrl-C during start-up (imports take seconds): one line, no traceback
+    from isaaclab_arena.utils.interrupts import quiet_interrupts
+
+    quiet_interrupts()
+
 import argparse
 import os
 import sys

@@ -42,6 +42,11 @@ Exit status:
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # Ctrl-C during start-up (imports take seconds): one line, no traceback
+    from isaaclab_arena.utils.interrupts import quiet_interrupts
+
+    quiet_interrupts()
+
 import argparse
 import difflib
 import re

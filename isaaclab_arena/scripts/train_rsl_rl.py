@@ -19,6 +19,11 @@ Evaluate a checkpoint with ``policy_runner.py --policy_type rsl_rl --checkpoint_
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # Ctrl-C during start-up (imports take seconds): one line, no traceback
+    from isaaclab_arena.utils.interrupts import quiet_interrupts
+
+    quiet_interrupts()
+
 import argparse
 import contextlib
 import io

@@ -60,7 +60,10 @@ def _rigid_shape(shape_cfg_cls, color, mass_kg: float, **geometry):
     )
 
 
-_COMMON = {"initial_pose", "collision_mode"}
+#: Parameters every factory here accepts (also declared as each factory's ``accepted_params``, which the asset
+#: registry checks and ``--list_assets`` / ``docs/ASSETS.md`` list).
+COMMON_PARAMS = ("initial_pose", "collision_mode")
+_COMMON = set(COMMON_PARAMS)
 
 
 def _object(instance_name: str, factory: str, spawn_cfg, params: dict, object_type=ObjectType.RIGID) -> Object:
@@ -175,3 +178,5 @@ FACTORIES = {
     "shelf": shelf,
     "kitchen_counter": kitchen_counter,
 }
+for _factory in FACTORIES.values():
+    _factory.accepted_params = list(COMMON_PARAMS)  # they take **params; this states which
