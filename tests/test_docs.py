@@ -121,3 +121,32 @@ def test_getting_started_from_a_clean_clone(tmp_path):
     assert "not_next_to: 'bowl' not_next_to(mug, positive_x): inside the keep-out region" in outs
     assert os.path.isfile(clone / "outputs" / "first" / "layouts.png")
     assert "every env was reset to a recorded layout: True" in outs
+    # every console line the page shows (its ```text blocks; "..." stands for anything, numbers may differ)
+    # is one that some command of the page printed
+    printed = outs.splitlines()
+    for expected in expected_console_lines("GETTING_STARTED.md"):
+        pattern = console_pattern(expected)
+        assert any(pattern.fullmatch(ln.rstrip()) for ln in printed), f"the page shows {expected!r}; never printed"
+
+
+def expected_console_lines(page: str) -> list[str]:
+    """Lines of the page's ```text blocks that a runner prints (``[arena]``, ``[placement]``, ``success:``)."""
+    with open(os.path.join(DOCS, page)) as f:
+        text = f.read()
+    out = []
+    for block in re.findall(r"```text\n(.*?)```", text, flags=re.S):
+        out += [ln.rstrip() for ln in block.splitlines() if ln.startswith(("[arena]", "[placement]", "success:"))]
+    return out
+
+
+def console_pattern(expected: str) -> re.Pattern:
+    """``...`` matches anything; every number matches any number (seeds, counts, metres, paths differ)."""
+    parts = []
+    for piece in re.split(r"(\.\.\.|[-+]?\d+(?:\.\d+)?)", expected):
+        if piece == "...":
+            parts.append(".*")
+        elif re.fullmatch(r"[-+]?\d+(?:\.\d+)?", piece or "x"):
+            parts.append(r"[-+]?\d+(?:\.\d+)?")
+        else:
+            parts.append(re.escape(piece))
+    return re.compile("".join(parts))

@@ -75,6 +75,15 @@ def _replay_origin(builder) -> str | None:
     return getattr(layouts, "origin", None) if layouts is not None else None
 
 
+def _release_gap(builder) -> str | None:
+    """The On clearances (release gaps, metres) of the placed objects, e.g. ``"0.01 m"``; None without any."""
+    from isaaclab_arena.relations.relations import On
+
+    gaps = sorted({float(r.clearance_m) for a in builder.arena_env.assets if hasattr(a, "get_relations_of")
+                   for r in a.get_relations_of(On) if float(r.clearance_m) > 0.0})
+    return ", ".join(f"{g:g} m" for g in gaps) if gaps else None
+
+
 def _has_clutter(builder) -> bool:
     from isaaclab_arena.relations.relations import ClutterOn
 
@@ -159,6 +168,10 @@ def run(builder, num_steps: int, output_dir: str | None, pictures: bool = True, 
             env.reset()
             after_reset = placed_poses(env, names)
             print(format_poses("[arena] placed after reset (env-local x, y, z in m):", after_reset), flush=True)
+            gap = _release_gap(builder) if builder.placer is not None else None
+            if gap:
+                print(f"[arena] heights: On places an object clearance_m above its support ({gap}), so it drops "
+                      "that much when physics starts (the release gap)", flush=True)
             clutter = _has_clutter(builder)
             if pictures and output_dir and names:
                 if builder.placer is not None and not clutter:
