@@ -193,3 +193,16 @@ def test_a_task_whose_destination_is_the_floor_runs(tmp_path):
                 "--output_dir", "out", timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "3 steps x 2 envs" in out.stdout
+
+
+# -- long work says how long it has left ----------------------------------------------------------------------------
+
+def test_a_recording_batch_line_says_how_long_is_left():
+    from isaaclab_arena.offline_placement.recording_output import time_left_text
+
+    # 40 of 400 in 20 s over 2 of 100 batches: the rate says 180 s more, the batches 980 s: the smaller counts
+    assert time_left_text(20.0, 40, 400, 2, 100) == " (20 s; about 3.0 min left)"
+    # nothing accepted yet: only the batches bound it
+    assert time_left_text(10.0, 0, 400, 1, 5) == " (10 s; about 40 s left)"
+    # done: the elapsed time alone
+    assert time_left_text(300.0, 400, 400, 9, 100) == " (5.0 min)"

@@ -36,6 +36,7 @@ import json
 import os
 import re
 import shutil
+import time
 from typing import Callable
 
 from isaaclab_arena.utils.atomic_files import commit, fsync_dir, temp_beside, write_text_atomic
@@ -227,8 +228,10 @@ def record_distributed(cfg, device: str = "cpu", verbose: bool = True, log: Call
         _builder_physics,
         _ignore_further_stops,
         stop_signals,
+        time_left_text,
     )
     from isaaclab_arena.offline_placement.recording_scene import clutter_support_bounds
+    from isaaclab_arena.utils.interrupts import raise_if_interrupted
 
     ctx = init_rank(device)
     emit = log or (lambda line: print(line, flush=True))  # verbose only holds back Isaac Lab's own messages
@@ -297,7 +300,9 @@ def record_distributed(cfg, device: str = "cpu", verbose: bool = True, log: Call
                     env = builder.make_registered(env_cfg)
                 try:
                     collector = SettledPlacementCollector(env, params, arena_env.get_placement_assets())
+                    started = time.monotonic()
                     for b in range(1, max_batches + 1):
+                        raise_if_interrupted()
                         if b <= len(counts):  # done before a restart: its lines are in the shard
                             collector.skip_batch()
                             n_local = counts[b - 1]
@@ -317,7 +322,9 @@ def record_distributed(cfg, device: str = "cpu", verbose: bool = True, log: Call
                         dist.all_reduce(box, op=dist.ReduceOp.SUM)
                         total += int(box.item())
                         batches, attempted = b, b * cfg.num_envs
-                        say(f"[recording] batch {b}/{max_batches}: {min(total, min_layouts)}/{min_layouts} collected")
+                        done = min(total, min_layouts)
+                        left = time_left_text(time.monotonic() - started, done, min_layouts, b, max_batches)
+                        say(f"[recording] batch {b}/{max_batches}: {done}/{min_layouts} collected{left}")
                         if total >= min_layouts:
                             break
                     summaries = [None] * ctx.world_size if ctx.is_main else None

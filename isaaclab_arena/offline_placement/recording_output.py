@@ -22,6 +22,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from typing import Any, Callable, Iterable
 
 from isaaclab_arena.offline_placement.recording import (
@@ -130,6 +131,21 @@ class AppendingLayoutsFile:
         self._fh.close()
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def time_left_text(elapsed_s: float, done: int, target: int, batch: int, max_batches: int) -> str:
+    """`` (<elapsed>; about <eta> left)`` of a recording: the remaining layouts at the rate so far, capped by the
+    remaining batches at the time per batch so far (the run stops at ``max_batches`` either way)."""
+    if done >= target or batch <= 0:
+        return f" ({_duration(elapsed_s)})"
+    per_batch = elapsed_s / batch
+    by_batches = per_batch * (max_batches - batch)
+    left = min(by_batches, elapsed_s / done * (target - done)) if done > 0 else by_batches
+    return f" ({_duration(elapsed_s)}; about {_duration(left)} left)"
+
+
 @contextlib.contextmanager
 def stop_signals():
     """Inside the block SIGTERM interrupts like Ctrl-C (:class:`StopRequested`); the handlers are restored after.
@@ -181,10 +197,14 @@ def record_placements_to_jsonl(env, output: str | os.PathLike, min_layouts: int 
     collector = SettledPlacementCollector(env, params, scene_assets)
     out = AppendingLayoutsFile(output)
 
+    started = time.monotonic()
+
     def on_batch(b: int, accepted: int, layouts: PlacementLayouts | None) -> None:
         if layouts is not None:
             out.append(layouts)
-        params.emit(f"[recording] batch {b}/{max_batches}: {min(accepted, min_layouts)}/{min_layouts} collected")
+        done = min(accepted, min_layouts)
+        params.emit(f"[recording] batch {b}/{max_batches}: {done}/{min_layouts} collected"
+                    f"{time_left_text(time.monotonic() - started, done, min_layouts, b, max_batches)}")
 
     try:
         collected = collector.collect(max_batches, target=min_layouts, on_batch=on_batch)
