@@ -174,7 +174,7 @@ def test_a_task_naming_an_asset_outside_the_scene_is_refused_before_anything_is_
     from isaaclab_arena_environments.assets import library
 
     cube, bowl, other = library.mug("cube"), library.bowl("bowl"), library.bowl("other_bowl")
-    with pytest.raises(ValueError, match=r"destination_location 'other_bowl' is not an asset of the environment"):
+    with pytest.raises(ValueError, match=r"task PickAndPlaceTask: destination_location 'other_bowl' is not an asset of environment 'scene'"):
         IsaacLabArenaEnvironment("scene", [cube, bowl], task=PickAndPlaceTask(cube, other))
     floor = library.floor("floor")
     with pytest.raises(ValueError, match=r"pick_up_object 'floor' must be a rigid object \(it is a Background\)"):

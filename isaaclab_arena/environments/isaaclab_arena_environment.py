@@ -63,20 +63,21 @@ class IsaacLabArenaEnvironment:
         from isaaclab_arena.assets.object_type import ObjectType
 
         task = self.task
-        owner = f"environment '{self.name}': task {type(task).__name__}"
+        owner = f"task {type(task).__name__}"
         robot = {self.embodiment.name} if self.embodiment is not None and hasattr(self.embodiment, "name") else set()
         for role in ("pick_up_object", "destination_location"):
             asset = getattr(task, role, None)
             if asset is None:
                 continue
             if asset.name not in names | robot:
-                raise ValueError(f"{owner}: {role} '{asset.name}' is not an asset of the environment; assets: "
-                                 f"{sorted(names)}")
+                raise ValueError(f"{owner}: {role} '{asset.name}' is not an asset of environment '{self.name}'; "
+                                 f"assets: {sorted(names)}")
         pick = getattr(task, "pick_up_object", None)
         if pick is not None and (type(pick).__name__ == "Background"
                                  or getattr(pick, "object_type", ObjectType.RIGID) is not ObjectType.RIGID):
             kind = type(pick).__name__ if type(pick).__name__ == "Background" else f"object_type {pick.object_type.value}"
-            raise ValueError(f"{owner}: pick_up_object '{pick.name}' must be a rigid object (it is a {kind}); "
+            raise ValueError(f"{owner} of environment '{self.name}': pick_up_object '{pick.name}' must be a rigid "
+                             f"object (it is a {kind}); "
                              "the success test reads its pose from the simulator")
 
     def get_asset(self, name: str) -> PlaceableAsset:
