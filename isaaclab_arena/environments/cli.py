@@ -16,6 +16,7 @@ import sys
 
 from isaaclab_arena.environments.physics import PHYSICS_CHOICES
 from isaaclab_arena.utils.arena_argparse import ArenaArgumentParser
+from isaaclab_arena.utils.interrupts import INTERRUPTED_STATUS
 
 
 class ListAssetsAction(argparse.Action):
@@ -191,7 +192,7 @@ def _absolute(path: str | None) -> str | None:
 
 
 #: Exit status of a run ended by Ctrl-C (SIGINT) or SIGTERM: 128 + the signal number.
-INTERRUPTED_EXIT = {"SIGINT": 130, "SIGTERM": 143}
+INTERRUPTED_EXIT = {"SIGINT": INTERRUPTED_STATUS, "SIGTERM": 143}
 
 
 def run_main_reporting_user_errors(main, argv: list[str]) -> None:
