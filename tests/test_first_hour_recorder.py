@@ -93,7 +93,8 @@ def test_an_interrupted_recording_keeps_its_accepted_layouts_in_a_valid_file(tmp
 def test_refusals_are_one_line_and_come_before_any_solving(tmp_path):
     table = os.path.join(TABLETOP, "mug_bowl_table.yaml")
     line = refusal(arena(tmp_path, RECORDER, "env_spec=missing.yaml", "output=x.jsonl", timeout=300))
-    assert line == f"error: env_spec=missing.yaml: no such file (paths are taken from the working directory {tmp_path})"
+    assert line == (f"error: env_spec=missing.yaml: no such file (relative paths are taken from the working directory "
+                    f"{tmp_path}, then from the isaaclab_arena checkout {ARENA_ROOT})")
     line = refusal(arena(tmp_path, RECORDER, f"env_spec={table}", "output=x.jsonl", "num_env=4", timeout=300))
     assert line.startswith("error: unknown recording key 'num_env' (did you mean num_envs?); accepted keys: env_spec")
     assert "+num_env" not in line  # not Hydra's advice to append the typo

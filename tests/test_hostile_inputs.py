@@ -129,6 +129,39 @@ def test_on_clearance_larger_than_the_support_is_refused_in_python():
     assert RELATION_KINDS["on"](table, clearance_m=0.3).clearance_m == 0.3
 
 
+#: (kind, reference, params): a length no placement in the base scene (1.0 x 0.8 x 0.75 m table) can use, known
+#: only once the scene is: refused by the YAML loader (key and line) and by the compile of a scene built in Python,
+#: in the same words (``relations/scene_lengths.py``).
+SCENE_LENGTH_CASES = [
+    ("next_to", "mug", {"side": "positive_x", "distance_m": 50.0}),
+    ("align_with", "mug", {"axis": "x", "offset_m": -7.5}),
+    ("random_around_solution", None, {"x_half_m": 2.5}),
+]
+
+
+@pytest.mark.parametrize("case", SCENE_LENGTH_CASES, ids=[_bad_value_id(c) for c in SCENE_LENGTH_CASES])
+def test_scene_lengths_refused_the_same_through_python_and_yaml(tmp_path, case):
+    from isaaclab_arena.relations.object_placer import ObjectPlacer
+    from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+
+    kind, reference, params = case
+    env = ArenaEnvGraphSpec.from_dict(_base_dict()).to_arena_env()
+    args = [env.get_asset(reference)] if reference else []
+    relation = RELATION_KINDS[kind](*args, **params)  # the value alone is fine: only the scene makes it too long
+    env.get_asset("bowl").add_relation(relation)
+    with pytest.raises(ValueError) as python_err:
+        ObjectPlacer(ObjectPlacerParams(placement_seed=1)).compile(env.get_placement_assets(), num_envs=1)
+    bad, value = list(params.items())[-1]
+    expected = (f"{bad}={value:g} m is larger than the whole scene (1.000 m, the largest side of the fixed assets' "
+                "bounds); no placement in this scene can use it (scene sizes: docs/ENV_SPEC.md)")
+    assert str(python_err.value) == f"asset 'bowl', relation {relation.describe()}: {expected}"
+    entry = f"  - kind: '{kind}'\n    subject: bowl\n" + (f"    reference: {reference}\n" if reference else "")
+    entry += "    params:\n" + "".join(f"      {k}: {json.dumps(v)}\n" for k, v in params.items())
+    text = BASE + entry
+    err, path = load_error(tmp_path, text)
+    assert err.detail == expected and err.key == f"params.{bad}", str(err)
+
+
 # -- 3. names used as ids ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["my scene", "a/b", "1scene", "scène"])

@@ -71,6 +71,7 @@ from isaaclab_arena.env_spec.parse import parse_spec
 from isaaclab_arena.env_spec.spec_issue import EnvSpecError, SpecIssue, issue_error
 from isaaclab_arena.env_spec.write_back import graph_from_arena_env, spec_to_dict, write_spec_yaml
 from isaaclab_arena.env_spec.yaml_lines import load_yaml_file
+from isaaclab_arena.utils.shipped_paths import shipped_path, where_paths_are_looked_for
 
 __all__ = ["ArenaEnvGraphSpec", "EnvSpecError", "spec_from_arena_env"]
 
@@ -81,11 +82,12 @@ class ArenaEnvGraphSpec(SpecGraph):
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike) -> "ArenaEnvGraphSpec":
-        """Reads and validates the spec file ``path`` (relative paths are taken from the working directory)."""
-        source = os.fspath(path)
+        """Reads and validates the spec file ``path``. A relative path is taken from the working directory, else
+        from the isaaclab_arena checkout (``ARENA_ROOT``), so that the documented example paths
+        (``isaaclab_arena_environments/...``) work from any folder; that fallback is said on stderr."""
+        source = shipped_path(os.fspath(path))
         if not os.path.exists(source):
-            raise EnvSpecError(f"spec file does not exist (relative paths are taken from the working directory "
-                               f"{os.getcwd()})", source=source)
+            raise EnvSpecError(f"spec file does not exist ({where_paths_are_looked_for()})", source=source)
         if not os.path.isfile(source):
             raise EnvSpecError("spec path is not a file; give the path of a .yaml spec", source=source)
         try:

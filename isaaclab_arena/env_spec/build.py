@@ -215,6 +215,8 @@ def attach_relation(node: RelationNode, assets: dict) -> RelationBase:
         name = blame_parameter(make, node.params, err)
         key = f"params.{name}" if name else None
         raise SpecIssue(str(err), where=node.where, key=key, line=node.key_line(key) if key else node.line) from None
+    if hasattr(relation, "side_given"):  # NotNextTo: its side notice says whether the side is the default
+        relation.side_given = "side" in node.params
     try:
         subject.add_relation(relation)
     except (ValueError, TypeError) as err:

@@ -4,7 +4,8 @@ The scene box is the env-local world bounding box (metres) of every asset with a
 backgrounds and objects placed by ``initial_pose`` alone. Its largest side is the scene size. A spec without
 such an asset has no known extent and skips these checks. Rules:
 
-* **Lengths larger than the scene** (refused): a relation parameter named in ``SCENE_LENGTH_PARAMS``
+* **Lengths larger than the scene** (refused; the rule of ``relations/scene_lengths.py``, which the compile applies
+  to scenes built in Python): a relation parameter named in ``SCENE_LENGTH_PARAMS``
   (``clearance_m``, ``distance_m``, ``gap_m``, ``offset_m``, ``x_half_m`` / ``y_half_m`` / ``z_half_m``) above
   the scene size. ``On.clearance_m: 5.0`` on a 0.75 m table would release the object 5 m above it.
   A ``tolerance_m`` above the scene size only loosens its relation until it constrains nothing: warned.
@@ -30,11 +31,13 @@ from typing import Any
 from isaaclab_arena.env_spec.nodes import RelationNode
 from isaaclab_arena.env_spec.spec_issue import EnvSpecWarning, SpecIssue, issue_error
 from isaaclab_arena.environments.env_spacing import Box, fixed_boxes, world_box
+from isaaclab_arena.relations.scene_lengths import (
+    LOOSE_LENGTH_PARAMS,
+    SCENE_LENGTH_PARAMS,
+    too_long_params,
+    too_long_text,
+)
 
-#: Relation parameters (metres) refused when larger than the scene size.
-SCENE_LENGTH_PARAMS = ("clearance_m", "distance_m", "gap_m", "offset_m", "x_half_m", "y_half_m", "z_half_m")
-#: Relation parameters (metres) warned about when larger than the scene size.
-LOOSE_LENGTH_PARAMS = ("tolerance_m",)
 #: Margin (metres) around the scene box within which a subject without a fixed support may be limited silently.
 OUTSIDE_MARGIN_M = 1.0
 #: YAML kinds whose parent is a support the subject stands on.
@@ -142,11 +145,10 @@ def check_plausible(assets: dict, built: list[tuple[RelationNode, Any]], source:
     size = max(h - l for l, h in zip(*scene))
     notes = []
     for node, relation in built:
-        for name, value in relation.params().items():
-            if name not in node.params or not isinstance(value, (int, float)) or abs(value) <= size:
+        for name, value in too_long_params(relation, size, SCENE_LENGTH_PARAMS + LOOSE_LENGTH_PARAMS):
+            if name not in node.params:
                 continue
-            text = (f"{name}={value:g} m is larger than the whole scene ({size:.3f} m, the largest side of the "
-                    "fixed assets' bounds)")
+            text = too_long_text(name, value, size)
             key = f"params.{name}"
             if name in SCENE_LENGTH_PARAMS:
                 raise SpecIssue(f"{text}; no placement in this scene can use it (scene sizes: docs/ENV_SPEC.md)",

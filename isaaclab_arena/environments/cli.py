@@ -16,7 +16,8 @@ import sys
 
 from isaaclab_arena.environments.physics import PHYSICS_CHOICES
 from isaaclab_arena.utils.arena_argparse import ArenaArgumentParser
-from isaaclab_arena.utils.interrupts import INTERRUPTED_STATUS
+from isaaclab_arena.utils.interrupts import INTERRUPTED_STATUS, stop_status
+from isaaclab_arena.utils.shipped_paths import shipped_path, where_paths_are_looked_for
 
 
 class ListAssetsAction(argparse.Action):
@@ -121,9 +122,10 @@ def check_runner_args(parser: argparse.ArgumentParser, args: argparse.Namespace)
         parser.error(f"--num_steps must be >= 0, got {args.num_steps}")
     if args.viz == "kit":
         parser.error("--viz kit needs Isaac Sim (Kit) and a display; this install is kit-less. Use --viz none.")
-    if args.placement_layouts is not None and not os.path.isfile(args.placement_layouts):
-        parser.error(f"--placement_layouts {args.placement_layouts}: no such file (paths are taken from the working "
-                     f"directory {os.getcwd()})")
+    if args.placement_layouts is not None:
+        given, args.placement_layouts = args.placement_layouts, shipped_path(args.placement_layouts)
+        if not os.path.isfile(args.placement_layouts):
+            parser.error(f"--placement_layouts {given}: no such file ({where_paths_are_looked_for()})")
     output_dir = getattr(args, "output_dir", None)
     blocker = _file_in_the_way(output_dir) if output_dir else None
     if blocker is not None:
@@ -192,7 +194,7 @@ def _absolute(path: str | None) -> str | None:
 
 
 #: Exit status of a run ended by Ctrl-C (SIGINT) or SIGTERM: 128 + the signal number.
-INTERRUPTED_EXIT = {"SIGINT": INTERRUPTED_STATUS, "SIGTERM": 143}
+INTERRUPTED_EXIT = {name: stop_status(name) for name in ("SIGINT", "SIGTERM")}
 
 
 def run_main_reporting_user_errors(main, argv: list[str]) -> None:

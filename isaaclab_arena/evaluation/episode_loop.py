@@ -9,7 +9,6 @@ on steps where no episode ends.
 from __future__ import annotations
 
 import math
-import sys
 
 import torch
 
@@ -113,14 +112,4 @@ class EpisodeLoop:
         return outcomes
 
 
-def progress_bar(total: int, enabled: bool):
-    """A tqdm bar on stderr (episodes, with an ETA), or None."""
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc="[eval] episodes", unit="ep", file=sys.stderr, dynamic_ncols=True,
-                mininterval=1.0, leave=True, delay=2.0)  # shown once episodes run (not on a first-step refusal)
-
-
-__all__ = ["EpisodeLoop", "progress_bar", "replay_source_of"]
+__all__ = ["EpisodeLoop", "replay_source_of"]

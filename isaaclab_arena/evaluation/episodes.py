@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from isaaclab_arena.evaluation.episode_loop import EpisodeLoop, progress_bar, replay_source_of
+from isaaclab_arena.evaluation.episode_loop import EpisodeLoop, replay_source_of
 from isaaclab_arena.evaluation.episode_records import (
     RECORDS_FILE,
     REPORT_FILE,
@@ -41,6 +41,7 @@ from isaaclab_arena.evaluation.episode_records import (
     write_json_atomic,
     write_text_atomic,
 )
+from isaaclab_arena.utils.progress import progress_bar
 
 
 @dataclass
@@ -204,7 +205,7 @@ def _run_episodes(builder, settings: EvaluationSettings, table, todo: list[int],
                     saved["t"] = time.perf_counter()
 
             policy = make_policy(settings.policy_type, env, settings.policy_settings)
-            bar = progress_bar(len(todo), settings.progress)
+            bar = progress_bar(len(todo), "[eval] episodes", "ep", enabled=settings.progress)
             t1 = time.perf_counter()
             try:
                 loop = EpisodeLoop(env, policy, settings.policy_type, len(todo),

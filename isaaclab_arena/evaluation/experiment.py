@@ -30,6 +30,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from isaaclab_arena.utils.shipped_paths import shipped_path, where_paths_are_looked_for
+
 #: Keys a run accepts (and ``defaults``).
 RUN_KEYS = ("name", "environment", "env_spec", "env_args", "policy", "num_episodes", "num_envs", "env_spacing",
             "placement_seed", "placement_layouts", "factors", "seed", "device", "physics", "episode_length_s")
@@ -167,9 +169,9 @@ def load_experiment(path: str, output_dir: str | None = None) -> Experiment:
     """Reads and checks an experiment file (runs are not built yet: :func:`make_builder` does that)."""
     import yaml
 
+    given, path = path, shipped_path(path)
     if not os.path.isfile(path):
-        raise ExperimentError(f"--experiment {path}: no such file (paths are taken from the working directory "
-                              f"{os.getcwd()})")
+        raise ExperimentError(f"--experiment {given}: no such file ({where_paths_are_looked_for()})")
     try:
         with open(path) as f:
             raw = yaml.safe_load(f)

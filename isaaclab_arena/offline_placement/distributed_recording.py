@@ -36,12 +36,15 @@ import json
 import os
 import re
 import shutil
+import sys
 import time
 from typing import Callable
 
 from isaaclab_arena.utils.atomic_files import commit, fsync_dir, temp_beside, write_text_atomic
 from isaaclab_arena.utils.distributed import RankContext, agree_or_refuse, init_rank, torchrun_vars  # noqa: F401
 from isaaclab_arena.utils.distributed import require_torchrun as _require_torchrun
+from isaaclab_arena.utils.interrupts import stop_status
+from isaaclab_arena.utils.progress import close_bar, paused, progress_bar
 
 TORCHRUN_COMMAND = ("scripts/arena_python.sh -m torch.distributed.run --standalone --nproc_per_node=2 "
                     "isaaclab_arena/scripts/record_placement_layouts.py <overrides> --distributed")
@@ -66,7 +69,7 @@ class ShardsKept(KeyboardInterrupt):
 
     @property
     def exit_status(self) -> int:
-        return 143 if self.signal_name == "SIGTERM" else 130
+        return stop_status(self.signal_name)
 
 
 def require_torchrun() -> dict:
@@ -298,9 +301,11 @@ def record_distributed(cfg, device: str = "cpu", verbose: bool = True, log: Call
             with kitless_session(env_cfg, ctx.device):
                 with held_output(verbose):
                     env = builder.make_registered(env_cfg)
+                bar = None
                 try:
                     collector = SettledPlacementCollector(env, params, arena_env.get_placement_assets())
                     started = time.monotonic()
+                    bar = progress_bar(min_layouts, "[recording] layouts", "layout") if ctx.is_main else None
                     for b in range(1, max_batches + 1):
                         raise_if_interrupted()
                         if b <= len(counts):  # done before a restart: its lines are in the shard
@@ -324,12 +329,19 @@ def record_distributed(cfg, device: str = "cpu", verbose: bool = True, log: Call
                         batches, attempted = b, b * cfg.num_envs
                         done = min(total, min_layouts)
                         left = time_left_text(time.monotonic() - started, done, min_layouts, b, max_batches)
-                        say(f"[recording] batch {b}/{max_batches}: {done}/{min_layouts} collected{left}")
+                        with paused(bar):
+                            say(f"[recording] batch {b}/{max_batches}: {done}/{min_layouts} collected{left}")
+                        if bar is not None:
+                            bar.set_postfix_str(f"batch {b}/{max_batches}", refresh=False)
+                            bar.update(done - bar.n)
                         if total >= min_layouts:
                             break
                     summaries = [None] * ctx.world_size if ctx.is_main else None
                     dist.gather_object(collector.summary.lines(), summaries, dst=0)
                 finally:
+                    if bar is not None and sys.exc_info()[0] is not None:
+                        bar.disable = True  # an interruption's or refusal's one line, not a half bar
+                    close_bar(bar)
                     with held_output(verbose):
                         env.close()
         except KeyboardInterrupt as err:

@@ -33,6 +33,7 @@ from isaaclab_arena.offline_placement.post_physics_validation import (
     PostPhysicsConfigError,
     PostPhysicsPlacementValidator,
 )
+from isaaclab_arena.utils.shipped_paths import shipped_path, where_paths_are_looked_for
 
 DEFAULT_SETTLE_NUM_STEPS = 5
 #: Accepted ``presets`` values (None keeps the environment's physics preset).
@@ -98,16 +99,17 @@ class PlacementRecordingCfg:
     def validate(self, check_output: bool = True, check_spec: bool = False) -> "PlacementRecordingCfg":
         """Raises ``RecordingConfigError`` naming the key of the first unusable setting; returns self.
 
-        Paths (``env_spec``, ``output``) are taken from the working directory; ``check_spec`` requires the
-        ``env_spec`` file to exist.
+        Paths (``env_spec``, ``output``) are taken from the working directory (a shipped ``env_spec`` also from the
+        checkout: ``utils/shipped_paths.py``); ``check_spec`` requires the ``env_spec`` file to exist.
         """
         for key in ("env_spec", "output"):
             value = getattr(self, key)
             if not isinstance(value, str) or not value or value == MISSING:
                 raise RecordingConfigError(f"{key} is required: pass {key}=<path> on the command line")
-        if check_spec and not os.path.isfile(self.env_spec):
-            raise RecordingConfigError(f"env_spec={self.env_spec}: no such file (paths are taken from the working "
-                                       f"directory {os.getcwd()})")
+        if check_spec:
+            given, self.env_spec = self.env_spec, shipped_path(self.env_spec)
+            if not os.path.isfile(self.env_spec):
+                raise RecordingConfigError(f"env_spec={given}: no such file ({where_paths_are_looked_for()})")
         for key in ("num_envs", "layouts_per_env", "min_layouts", "max_batches"):
             _int(getattr(self, key), key, minimum=1)
         _int(self.seed, "seed", minimum=None)

@@ -39,12 +39,10 @@ from isaaclab_arena.offline_placement.recording_config import (
 from isaaclab_arena.offline_placement.recording_scene import clutter_support_bounds
 from isaaclab_arena.relations.placement_layouts import PlacementLayouts
 from isaaclab_arena.utils.atomic_files import commit, fsync_dir, temp_beside
+from isaaclab_arena.utils.interrupts import StopRequested, deferred_stops, stop_status
+from isaaclab_arena.utils.progress import close_bar, paused, progress_bar
 
 logger = logging.getLogger(__name__)
-
-
-class StopRequested(KeyboardInterrupt):
-    """SIGTERM delivered as an interruption (SIGINT raises a plain ``KeyboardInterrupt``)."""
 
 
 class RecordingInterrupted(KeyboardInterrupt):
@@ -67,7 +65,7 @@ class RecordingInterrupted(KeyboardInterrupt):
 
     @property
     def exit_status(self) -> int:
-        return 143 if self.signal_name == "SIGTERM" else 130
+        return stop_status(self.signal_name)
 
 
 class AppendingLayoutsFile:
@@ -146,24 +144,9 @@ def time_left_text(elapsed_s: float, done: int, target: int, batch: int, max_bat
     return f" ({_duration(elapsed_s)}; about {_duration(left)} left)"
 
 
-@contextlib.contextmanager
-def stop_signals():
-    """Inside the block SIGTERM interrupts like Ctrl-C (:class:`StopRequested`); the handlers are restored after.
-    Only in the main thread (elsewhere signal handlers cannot be set; the block runs unchanged)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def _stop(signum, frame):
-        raise StopRequested(signal.Signals(signum).name)
-
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    signal.signal(signal.SIGTERM, _stop)
-    try:
-        yield
-    finally:
-        for s, handler in saved.items():
-            signal.signal(s, handler)
+#: Inside the block SIGINT and SIGTERM stop the recording at its next check (a settle step or a batch), as
+#: :class:`StopRequested`; the handlers are restored after (``utils.interrupts.deferred_stops``).
+stop_signals = deferred_stops
 
 
 def _ignore_further_stops() -> None:
@@ -198,17 +181,24 @@ def record_placements_to_jsonl(env, output: str | os.PathLike, min_layouts: int 
     out = AppendingLayoutsFile(output)
 
     started = time.monotonic()
+    bar = progress_bar(min_layouts, "[recording] layouts", "layout")
 
     def on_batch(b: int, accepted: int, layouts: PlacementLayouts | None) -> None:
         if layouts is not None:
             out.append(layouts)
         done = min(accepted, min_layouts)
-        params.emit(f"[recording] batch {b}/{max_batches}: {done}/{min_layouts} collected"
-                    f"{time_left_text(time.monotonic() - started, done, min_layouts, b, max_batches)}")
+        with paused(bar):
+            params.emit(f"[recording] batch {b}/{max_batches}: {done}/{min_layouts} collected"
+                        f"{time_left_text(time.monotonic() - started, done, min_layouts, b, max_batches)}")
+        if bar is not None:
+            bar.set_postfix_str(f"batch {b}/{max_batches}", refresh=False)
+            bar.update(done - bar.n)
 
     try:
         collected = collector.collect(max_batches, target=min_layouts, on_batch=on_batch)
     except KeyboardInterrupt as err:
+        if bar is not None:  # the interruption's one line, not a half bar
+            bar.disable = True
         _ignore_further_stops()
         kept = out.count
         path = out.commit()
@@ -216,6 +206,8 @@ def record_placements_to_jsonl(env, output: str | os.PathLike, min_layouts: int 
     except BaseException:
         out.discard()
         raise
+    finally:
+        close_bar(bar)
     summary = collected.rejections
     path = out.commit()
     if path is not None:

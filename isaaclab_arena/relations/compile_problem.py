@@ -41,7 +41,9 @@ from isaaclab_arena.relations.placement_problem import (
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
 from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On, RequiresReachability
 from isaaclab_arena.relations.scene_budgets import check_memory_budget, check_object_budget
+from isaaclab_arena.relations.scene_lengths import check_scene_lengths
 from isaaclab_arena.utils.pose import quat_rotate
+from isaaclab_arena.utils.progress import close_bar, progress_bar
 
 
 def _rotated_aabb(lo, hi, pos, quat) -> tuple[np.ndarray, np.ndarray]:
@@ -361,19 +363,45 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
     ensure_warp()
     assets = list(assets)
     check_object_budget(assets, placer_params)  # first: every later step grows with the object count
+    bar = progress_bar(COMPILE_STAGES, "[placement] compile", "stage", leave=False)  # drawn past 2 s only
+    try:
+        return _compile(assets, num_envs, placement_seed, placer_params, device, bar)
+    finally:
+        close_bar(bar)
+
+
+#: Stages of a compile counted by its progress bar (``_compile`` ticks once after each).
+COMPILE_STAGES = 7
+
+
+def _tick(bar, done: str) -> None:
+    if bar is not None:
+        bar.set_postfix_str(done, refresh=False)
+        bar.update(1)
+
+
+def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: str, bar) -> PlacementProblem:
     check_placement_restrictions(assets, random_yaw_init=placer_params.random_yaw_init)
     _check_collision_modes(assets, placer_params)
     sc = _SceneCompiler(assets, num_envs, placement_seed, placer_params)
     check_footprint_budget(sc.movables, sc.fixed, placer_params)
+    _tick(bar, "scene checked")
     n_relations = sum(1 for a in sc.movables for rel in a.get_relations() if kind_of(rel) is not None)
     check_memory_budget(sc.n_mov, len(sc.fixed), n_relations, num_envs, placer_params, device)
     local_lo, local_hi, fixed_lo, fixed_hi = sc.geometry()
+    n_fix = len(sc.fixed)
+    check_scene_lengths(sc.movables, fixed_lo[:, :n_fix].reshape(-1, 3), fixed_hi[:, :n_fix].reshape(-1, 3))
+    _tick(bar, "geometry")
     ints, floats, compiled, kind_start = sc.relation_rows()
+    _tick(bar, "relations")
     pairs, pair_f = sc.overlap_pairs()
+    _tick(bar, "pairs")
     geo = compile_pair_geometry(sc, pairs, ints, local_lo, local_hi, device)
     pairs, pair_f, adj = _box_pairs_first(pairs, pair_f, geo, sc.n_mov)
+    _tick(bar, "pair geometry")
     general = {k for p, m in zip(pairs, geo.modes) if m[0] for k in p} | {ints[r][1] for r in geo.support_relations}
     obj_i, obj_f, proj_flat, adj_flat, rank = sc.object_rows(ints, adj, general)
+    _tick(bar, "objects")
     sp = placer_params.solver_params
     with torch_stream(device):  # CUDA: the table copies are ordered with torch's stream
         keep: list = []
@@ -407,6 +435,7 @@ def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer
     clearance = {"clearance"} if any(f[0] > 0 for f in pair_f) else set()  # judged on pairs with a clearance
     present = frozenset({"no_overlap"} | clearance | {c.check for c in compiled if c.check})
     targets = _reachability_targets(assets, sc)
+    _tick(bar, "tables")
     problem = PlacementProblem(
         device=device, num_envs=num_envs, placement_seed=placement_seed,
         object_names=[a.name for a in sc.movables], fixed_names=[a.name for a in sc.fixed], relations=compiled,

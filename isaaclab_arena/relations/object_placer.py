@@ -17,6 +17,7 @@ import torch
 
 from isaaclab_arena.relations.compile_problem import compile_placement_problem, placement_signature
 from isaaclab_arena.relations.evaluation import evaluate_poses
+from isaaclab_arena.relations.kinds.not_next_to import keep_out_notices
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.placement_candidate_generator import as_id_tensor, checked_ids
 from isaaclab_arena.relations.placement_diagnostics import (
@@ -88,6 +89,7 @@ class ObjectPlacer:
         self.solver = RelationSolver(solver_params)
         self._runner: PlacementValidationRunner | None = None
         self._problems: dict[tuple, PlacementProblem] = {}
+        self._printed_notices: list[str] = []
 
     @property
     def runner(self) -> PlacementValidationRunner:
@@ -106,6 +108,10 @@ class ObjectPlacer:
                 self._problems.clear()
             problem = compile_placement_problem(assets, num_envs, self.placement_seed, self.params, device)
             self._problems[key] = problem
+            notices = keep_out_notices(assets)
+            if notices and notices != self._printed_notices:
+                print("\n".join(notices), flush=True)
+                self._printed_notices = notices
             if self.debug_view is not None:
                 self.debug_view.on_compile(problem, assets)
         return problem

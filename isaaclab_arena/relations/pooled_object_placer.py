@@ -38,6 +38,7 @@ from isaaclab_arena.relations.placement_diagnostics import (
 )
 from isaaclab_arena.relations.ranking import rank_order, rank_within_env
 from isaaclab_arena.utils.interrupts import raise_if_interrupted
+from isaaclab_arena.utils.progress import close_bar, paused, progress_bar
 
 
 def _short_list(values: list, limit: int = 16) -> str:
@@ -157,6 +158,15 @@ class PooledObjectPlacer:
         envs = self._ids(envs).unique()
         if envs.numel() == 0:
             return
+        # compiled first (cached), so that the compile's own bar is not drawn inside the fill's
+        self.placer.compile(self.assets, self.global_num_envs if self.sharded else self.num_envs, str(self.device))
+        bar = progress_bar(envs.numel() * self.layouts_per_env, "[placement] pool fill", "layout", leave=False)
+        try:
+            self._fill(envs, reason, bar)
+        finally:
+            close_bar(bar)
+
+    def _fill(self, envs: torch.Tensor, reason: str, bar) -> None:
         L, E, dev = self.layouts_per_env, self.num_envs, self.device
         fill = self.diagnostics.begin_fill(reason, envs.tolist(), L)
         filled = torch.zeros(E, dtype=torch.long, device=dev)
@@ -187,7 +197,8 @@ class PooledObjectPlacer:
                     solver.held_lines = None
             if self.poses is None:
                 self._allocate(batch)
-            self.diagnostics.record_batch(fill, batch, preface)
+            with paused(bar):
+                self.diagnostics.record_batch(fill, batch, preface)
             order = rank_order(batch)
             ranked = {"passed": batch.passed[order], "loss": batch.loss, "draw": draw_ids}
             passed = ranked["passed"]
@@ -198,6 +209,9 @@ class PooledObjectPlacer:
             self._store(env_sorted[take], (filled[env_sorted] + rank)[take], order[take], batch, ranked, fallback=False)
             filled.index_add_(0, env_sorted, take.to(torch.long))
             last = (batch, env_ids, order, ranked, env_sorted)
+            if bar is not None:
+                bar.set_postfix_str(f"batch {b + 1}/{max_batches}", refresh=False)
+                bar.update(int(filled[envs].sum()) - bar.n)
         short = (need & (filled < L)).nonzero().flatten()
         fallback_slots = 0
         explanation = advice = ""

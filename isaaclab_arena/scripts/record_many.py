@@ -44,11 +44,13 @@ def make_parser() -> argparse.ArgumentParser:
 def plan(specs: list[str], output_dir: str) -> list[tuple[str, str]]:
     """``[(spec path, output path)]``, absolute; refuses a missing spec, two specs with one stem, and overrides
     that would fight the per-spec keys."""
+    from isaaclab_arena.utils.shipped_paths import shipped_path, where_paths_are_looked_for
+
     out = []
     for spec in specs:
-        path = os.path.abspath(spec)
+        path = os.path.abspath(shipped_path(spec))
         if not os.path.isfile(path):
-            raise ValueError(f"--specs {spec}: no such file (paths are taken from the working directory {os.getcwd()})")
+            raise ValueError(f"--specs {spec}: no such file ({where_paths_are_looked_for()})")
         out.append((path, os.path.join(os.path.abspath(output_dir), os.path.splitext(os.path.basename(path))[0]
                                        + ".jsonl")))
     stems = [o for _, o in out]

@@ -162,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.render and not quiet:
         print("[recording] render=true: nothing is rendered without a viewer (--viz none, kit-less)", flush=True)
     from isaaclab_arena.environments.cli import is_user_error
+    from isaaclab_arena.utils.interrupts import StopRequested, stop_status
 
     with held_output(flags.verbose):  # Isaac Lab's import-time messages
         from isaaclab_arena.offline_placement.recording_output import (
@@ -175,9 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     except RecordingInterrupted as stop:
         print(stop.line(), file=sys.stderr, flush=True)
         return stop.exit_status
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:  # before the recording loop (building the env): nothing accepted yet
         print("interrupted: kept 0 accepted layouts; no file was written", file=sys.stderr, flush=True)
-        return 130
+        return stop_status(err.args[0] if isinstance(err, StopRequested) else "SIGINT")
     except Exception as err:  # noqa: BLE001 - refused input is one line; anything else keeps its traceback
         if not is_user_error(err):
             raise
@@ -193,6 +194,7 @@ def _main_distributed(cfg, flags, quiet: bool) -> int:
         ShardsKept,
         record_distributed,
     )
+    from isaaclab_arena.utils.interrupts import StopRequested, stop_status
 
     try:
         result = record_distributed(cfg, device=flags.device, verbose=flags.verbose)
@@ -201,9 +203,9 @@ def _main_distributed(cfg, flags, quiet: bool) -> int:
     except ShardsKept as stop:
         print(stop.line(), file=sys.stderr, flush=True)
         return stop.exit_status
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         print("interrupted: nothing was recorded yet", file=sys.stderr, flush=True)
-        return 130
+        return stop_status(err.args[0] if isinstance(err, StopRequested) else "SIGINT")
     except Exception as err:  # noqa: BLE001 - refused input is one line; anything else keeps its traceback
         if not is_user_error(err):
             raise

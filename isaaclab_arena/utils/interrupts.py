@@ -10,11 +10,20 @@ an uncaught ``KeyboardInterrupt`` with one line; every other exception keeps its
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import threading
 
 #: Exit status of a run ended by Ctrl-C (128 + SIGINT), as a shell reports it.
 INTERRUPTED_STATUS = 130
+
+
+def stop_status(signal_name: str) -> int:
+    """Exit status of a run ended by the stop signal ``signal_name`` (``SIGINT`` 130, ``SIGTERM`` 143): 128 + its
+    number, as a shell reports it."""
+    return 128 + int(signal.Signals[signal_name])
 
 
 def _report(exc_type, exc, tb, previous=sys.excepthook) -> None:
@@ -31,23 +40,55 @@ def _report(exc_type, exc, tb, previous=sys.excepthook) -> None:
     previous(exc_type, exc, tb)
 
 
-_interrupted = False
+class StopRequested(KeyboardInterrupt):
+    """A stop signal delivered as an interruption; ``args[0]`` is its name (``SIGINT``, ``SIGTERM``)."""
+
+
+#: The name of a stop signal that arrived and is not yet raised (None: none).
+_interrupted: str | None = None
 
 
 def _on_sigint(signum, frame) -> None:
     global _interrupted
-    _interrupted = True
+    _interrupted = "SIGINT"
     raise KeyboardInterrupt
+
+
+def _note_stop(signum, frame) -> None:
+    global _interrupted
+    if _interrupted is not None:  # a second signal while the first waits for a check: stop now
+        raise StopRequested(_interrupted)
+    _interrupted = signal.Signals(signum).name
+
+
+@contextlib.contextmanager
+def deferred_stops():
+    """Inside the block SIGINT and SIGTERM only note their arrival, and the next :func:`raise_if_interrupted`
+    (once per iteration of the long loops: env steps, settle steps, batches) raises :class:`StopRequested`.
+
+    A ``KeyboardInterrupt`` raised the moment a signal arrives can land inside a native callback or a ``__del__``,
+    where Python prints "Exception ignored ..." with a traceback and goes on; the recorder, whose interruption must
+    end in one line with every accepted layout kept, stops at its next check instead. Main thread only (elsewhere
+    the block runs unchanged); the previous handlers are restored after. A second signal before that check
+    raises at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in saved:
+        signal.signal(s, _note_stop)
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
 
 
 def quiet_interrupts() -> None:
     """Installs, for this process, the one-line report of an uncaught Ctrl-C and a SIGINT handler that also
     remembers the interruption (see :func:`raise_if_interrupted`). Main thread only."""
     global _interrupted
-    import signal
-    import threading
-
-    _interrupted = False
+    _interrupted = None
     if sys.excepthook is not _report:
         sys.excepthook = _report
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
@@ -61,5 +102,5 @@ def raise_if_interrupted() -> None:
     import a native library makes on its own (seen here: scipy imported from native code during start-up), the
     library clears the error and the run went on to the end. The long loops (pool fills, env steps, episodes,
     recording batches) call this once per iteration (a flag read) so that such a Ctrl-C still stops the run."""
-    if _interrupted:
-        raise KeyboardInterrupt
+    if _interrupted is not None:
+        raise StopRequested(_interrupted)

@@ -39,6 +39,8 @@ class NotNextTo(Relation):
         super().__init__(parent, relation_loss_weight)
         self.side = coerce_enum(Side, side, "NotNextTo", "side")
         self.tolerance_m = number(tolerance_m, "NotNextTo", "tolerance_m", minimum=0.0)
+        #: Whether the user named ``side``: True / False when the spec says (YAML), None when unknown (Python).
+        self.side_given: bool | None = None
 
     def params(self):
         return {"relation_loss_weight": self.relation_loss_weight, "side": self.side.value,
@@ -46,6 +48,34 @@ class NotNextTo(Relation):
 
     def describe(self) -> str:
         return f"not_next_to({self.parent.name}, {self.side.value})"
+
+    def side_notice(self, subject_name: str) -> str:
+        """One line saying which side of the parent is blocked (printed when the scene is compiled), and whether
+        that side is the default: ``side`` defaults to ``positive_x``, which a user may not know they chose."""
+        axis, across = ("x", "y") if self.side.axis_index == 0 else ("y", "x")
+        where = (f"'{subject_name}' is kept out of the {self.side.value} side of '{self.parent.name}' (past its "
+                 f"{'+' if self.side.sign > 0 else '-'}{axis} edge, within its {across} extent)")
+        others = ", ".join(s.value for s in Side if s is not self.side)
+        if self.side_given is False:
+            return (f"[placement] not_next_to: {where}; positive_x is the default (no side was given); "
+                    f"side: {others} blocks another side")
+        if self.side_given is None and self.side is Side.POSITIVE_X:
+            return f"[placement] not_next_to: {where}; positive_x is also the default when no side is given"
+        return f"[placement] not_next_to: {where}"
+
+
+#: At most this many side notices are printed per compile (the rest are counted in one line).
+MAX_SIDE_NOTICES = 6
+
+
+def keep_out_notices(assets) -> list[str]:
+    """The side notice of every NotNextTo among ``assets``' relations (at most ``MAX_SIDE_NOTICES`` lines and one
+    that counts the rest)."""
+    lines = [rel.side_notice(a.name) for a in assets for rel in a.get_relations() if isinstance(rel, NotNextTo)]
+    if len(lines) > MAX_SIDE_NOTICES:
+        rest = len(lines) - MAX_SIDE_NOTICES
+        lines = lines[:MAX_SIDE_NOTICES] + [f"[placement] not_next_to: {rest} more keep-out side(s) not listed"]
+    return lines
 
 
 @dataclass(frozen=True)
