@@ -67,7 +67,6 @@ def test_an_interrupted_recording_keeps_its_accepted_layouts_in_a_valid_file(tmp
     shutil.copy(SHIPPED_VALIDATORS, tmp_path / "my_validators.py")  # the user's module, in their folder
     proc = arena_popen(tmp_path, RECORDER, "env_spec=scene.yaml", "output=rec/layouts.jsonl", "num_envs=4",
                        "env_spacing=2", "min_layouts=400", "max_batches=100", "settle.num_steps=30",
-                       "settle.validators.pose_shift.max_translation_m=0.015",
                        "+settle.validators.max_root_height._target_=my_validators.MaxRootHeightValidator",
                        umask=0o027)
     try:

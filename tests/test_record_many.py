@@ -14,8 +14,7 @@ from _outside import TABLETOP, arena, refusal
 pytestmark = [pytest.mark.slow, pytest.mark.distributed]
 
 RECORD_MANY = "isaaclab_arena/scripts/record_many.py"
-OVERRIDES = ["num_envs=2", "env_spacing=0", "min_layouts=2", "max_batches=3", "settle.num_steps=20",
-             "settle.validators.pose_shift.max_translation_m=0.02"]
+OVERRIDES = ["num_envs=2", "env_spacing=0", "min_layouts=2", "max_batches=3", "settle.num_steps=20"]
 
 
 @pytest.fixture(scope="module")

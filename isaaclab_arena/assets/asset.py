@@ -35,6 +35,9 @@ class PlaceableAsset:
         collision_mode: ``bbox`` or ``mesh`` for the no-overlap term; None uses the solver default.
     """
 
+    #: A robot (``embodiments.Embodiment``): a placer given it among its assets checks ``ik_reachable`` with it.
+    is_embodiment = False
+
     def __init__(self, name: str, object_type: ObjectType | str = ObjectType.RIGID, initial_pose: Pose | None = None,
                  collision_mode: CollisionMode | str | None = None):
         self.name = checks.asset_id(name, "asset", "name")

@@ -94,6 +94,16 @@ def _axis_rotation(axis: Any):
     return np.eye(4)
 
 
+def spawn_cfgs_of(asset: Any) -> list:
+    """Every spawner config of ``asset``: the members' of an object set, each entry of a multi-asset spawner
+    (``assets_cfg``), else its own ``spawn_cfg``; [] for an asset without one (an object reference)."""
+    members = getattr(asset, "objects", None)  # an object set: its members' spawners
+    if members is not None:
+        return [c for m in members for c in spawn_cfgs_of(m)]
+    spawn = getattr(asset, "spawn_cfg", None)
+    return list(getattr(spawn, "assets_cfg", None) or [spawn]) if spawn is not None else []
+
+
 def shape_mesh(spawn_cfg: Any):
     """The triangle mesh (a ``trimesh.Trimesh``, spawned prim's frame, metres) of a procedural shape spawner,
     read from its own fields like :func:`shape_bounds`; None for anything else (USD files, unknown spawners).

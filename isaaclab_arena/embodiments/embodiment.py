@@ -126,6 +126,8 @@ class Embodiment(PlaceableAsset):
         registry_params: Parameters given to that entry.
     """
 
+    is_embodiment = True
+
     def __init__(self, name: str, description: RobotDescription, stand: StandCfg | None = None,
                  initial_pose: Pose | None = None, action_mode: str = "joint_pos",
                  placement_bbox_stand_only: bool = True, registry_name: str | None = None,

@@ -51,10 +51,12 @@ def _check_usd_exists(asset: Object) -> None:
             raise FileNotFoundError(f"asset '{asset.name}': USD file not found: {path}")
 
 
-def entity_cfg(asset: PlaceableAsset, pose: Pose | None):
-    """The scene entity config of one asset, or None when nothing is spawned (ObjectReference)."""
+def spawned_members(asset: PlaceableAsset) -> list[Object]:
+    """The objects ``asset`` spawns: an object set's members, else the asset itself; [] for an ObjectReference
+    (nothing is spawned). Refuses an asset that cannot be spawned (no ``Object``, plain geometry without a
+    spawner config, a USD file that does not exist), naming it."""
     if isinstance(asset, ObjectReference):
-        return None
+        return []
     members = asset.objects if isinstance(asset, RigidObjectSet) else [asset]
     for member in members:
         if not isinstance(member, Object):
@@ -63,6 +65,13 @@ def entity_cfg(asset: PlaceableAsset, pose: Pose | None):
             raise ValueError(f"asset '{member.name}': it is plain geometry (bounding_box=, no spawn_cfg), which the "
                              "placer can place but an Isaac Lab scene cannot spawn; give it a spawner config")
         _check_usd_exists(member)
+    return members
+
+
+def entity_cfg(asset: PlaceableAsset, pose: Pose | None):
+    """The scene entity config of one asset, or None when nothing is spawned (ObjectReference)."""
+    if not spawned_members(asset):
+        return None
     pose = pose or Pose.identity()
     pos, rot = tuple(pose.position_xyz), tuple(pose.rotation_xyzw)
     if isinstance(asset, Background) or asset.object_type == ObjectType.BASE:

@@ -61,9 +61,11 @@ class ShiftLimits:
     The check lists what it compares in ``_keys(batch)``; ``_not_applicable`` says why when that is empty."""
 
     max_translation_m: float = 0.002
-    """Largest accepted translation, metres (initial-to-final root motion, or a link's root-relative motion)."""
+    """Largest accepted translation, metres (a root's distance from its expected resting pose, or a link's
+    root-relative motion)."""
     max_rotation_deg: float = 2.0
-    """Largest accepted rotation, degrees (initial-to-final root rotation, or a link's root-relative rotation)."""
+    """Largest accepted rotation, degrees (a root's rotation from its expected resting pose, or a link's
+    root-relative rotation)."""
 
     def __post_init__(self):
         super().__post_init__()
@@ -74,8 +76,11 @@ class ShiftLimits:
         return (bool(self._keys(batch)), self._not_applicable)
 
 
-def shift_reports(v, batch, labels, trans, rot, verb):
-    """Reports of a shift check from (B, K) translations (m) and rotations (deg) of the objects ``labels``."""
+def shift_reports(v, batch, labels, trans, rot, verb, drops=None):
+    """Reports of a shift check from (B, K) translations (m) and rotations (deg) of the objects ``labels``.
+
+    ``drops``: optional (B, K) expected drops (m) the shifts were measured after; a failing object with a
+    drop names it (``from its expected resting pose (the release pose lowered <drop> m by the release gap)``)."""
     failed_k = ~((trans <= v.max_translation_m) & (rot <= v.max_rotation_deg))
     ratio = torch.maximum(trans / max(v.max_translation_m, 1e-12), rot / max(v.max_rotation_deg, 1e-12))
     failed = failed_k.any(dim=-1)
@@ -84,8 +89,11 @@ def shift_reports(v, batch, labels, trans, rot, verb):
     for row in torch.nonzero(failed).flatten().tolist():
         k = int(worst_k[row])
         subject = labels[k]
+        drop = float(drops[row, k]) if drops is not None else 0.0
+        where = (f" from its expected resting pose (the release pose lowered {fmt(drop)} m by the release gap)"
+                 if drop > 0.0 else "")
         msgs[row] = (subject, f"{subject}: {verb} {fmt(float(trans[row, k]))} m and rotated "
-                              f"{fmt(float(rot[row, k]))} deg; limits {v.max_translation_m:g} m and "
+                              f"{fmt(float(rot[row, k]))} deg{where}; limits {v.max_translation_m:g} m and "
                               f"{v.max_rotation_deg:g} deg", float(worst_v[row]))
     return v._reports(batch, failed, msgs)
 
@@ -93,10 +101,12 @@ def shift_reports(v, batch, labels, trans, rot, verb):
 @register_validator
 @dataclass
 class PoseShiftValidator(ShiftLimits, PostPhysicsPlacementValidator):
-    """Non-clutter roots end where they were placed (robot and supports included).
+    """Non-clutter roots end at their expected resting pose (robot and supports included).
 
-    ``max_translation_m`` / ``max_rotation_deg`` bound the initial-to-final root translation (metres) and
-    rotation (degrees).
+    ``max_translation_m`` / ``max_rotation_deg`` bound the root's translation (metres) and rotation (degrees)
+    from its **expected resting pose** (``expected_rest.expected_rest_poses``: the release pose lowered by the
+    On release gap, ``clearance_m``, summed down a chain of supports; the release pose itself for the robot,
+    anchors, kinematic bodies and ``initial_pose`` objects), env-local.
     """
 
     check: ClassVar[str] = "pose_shift"
@@ -107,10 +117,12 @@ class PoseShiftValidator(ShiftLimits, PostPhysicsPlacementValidator):
 
     def validate(self, batch):
         keys = self._keys(batch)
-        p0, p1 = batch.stacked(batch.initial_root_poses, keys), batch.stacked(batch.final_root_poses, keys)
+        rest = batch.expected_rest_poses(keys)
+        p0, p1 = batch.stacked(rest, keys), batch.stacked(batch.final_root_poses, keys)
+        drops = batch.stacked(batch.initial_root_poses, keys)[..., 2] - p0[..., 2]
         trans = torch.linalg.vector_norm(p1[..., :3] - p0[..., :3], dim=-1)
         rot = quat_angle_deg(p0[..., 3:], p1[..., 3:])
-        return shift_reports(self, batch, keys, trans, rot, "moved")
+        return shift_reports(self, batch, keys, trans, rot, "moved", drops=drops)
 
 
 @register_validator
@@ -267,7 +279,9 @@ class SupportContainmentValidator(PostPhysicsPlacementValidator):
         moved_msgs: dict[int, tuple[str, str, float]] = {}
         moving = [(sk, s) for sk, s in dict(zip(support_keys, sup)).items() if s.initial_poses is not None]
         if moving:
-            p0 = torch.stack([rows(s.initial_poses, 7) for _, s in moving], dim=1)
+            # from its expected resting pose when the support is a recorded root (a kinematic one: its release pose)
+            rest = batch.expected_rest_poses([sk for sk, _ in moving if sk in batch.initial_root_poses])
+            p0 = torch.stack([rows(rest[sk] if sk in rest else s.initial_poses, 7) for sk, s in moving], dim=1)
             p1 = torch.stack([rows(s.poses, 7) for _, s in moving], dim=1)
             trans = torch.linalg.vector_norm(p1[..., :3] - p0[..., :3], dim=-1)
             rot = quat_angle_deg(p0[..., 3:], p1[..., 3:])

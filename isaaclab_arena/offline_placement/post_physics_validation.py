@@ -5,7 +5,8 @@ Built-in checks (every one has ``enabled: bool = True``; a disabled or inapplica
 
 ===========================  ===============================================================================
 ``physics_settled``          final linear / angular speed of every root, robot included (0.1 m/s, 0.1 rad/s)
-``pose_shift``               initial-to-final root translation / rotation, ClutterOn roots excluded (2 mm, 2 deg)
+``pose_shift``               root translation / rotation from its expected resting pose (the release pose lowered
+                             by the On release gaps, ``expected_rest.py``), ClutterOn roots excluded (2 mm, 2 deg)
 ``articulation_link_shift``  link motion relative to its root of articulated task objects, robots excluded
 ``support_containment``      final clutter bounds inside the support footprint (plus ``containment_margin_m``)
                              and no lower than ``resting_height_tolerance_m`` below the minimum resting height

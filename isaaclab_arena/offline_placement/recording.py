@@ -9,8 +9,10 @@ Per batch:
    a required check without a result as ``missing required solver checks``;
 3. when at least one layout of the batch passed, physics advances the whole batch ``num_steps`` env
    steps (``[placement] <step>/<total> physics steps``);
-4. the final state is captured into a ``SettledBatch`` and every enabled, applicable post-physics check
-   runs on it; a layout is accepted only when all of them pass.
+4. the final state is captured into a ``SettledBatch`` (with the rest rules of the placed roots: On release
+   gaps, chains, ClutterOn drops, ``expected_rest.py``) and every enabled, applicable post-physics check runs
+   on it; a layout is accepted only when all of them pass (``pose_shift`` measures from each root's expected
+   resting pose, the release pose lowered by its release gaps).
 
 Accepted layouts keep their **settled (final) root poses** (env-local metres, xyzw) for the relation-placed
 roots, with source ``"settled"`` and a ``validation`` block (pre_physics verdicts, post_physics reports,
@@ -31,6 +33,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 import torch
 
+from isaaclab_arena.offline_placement.expected_rest import rest_rules_from_assets
 from isaaclab_arena.offline_placement.post_physics_validation import (
     PostPhysicsPlacementValidator,
     run_post_physics_validators,
@@ -177,8 +180,15 @@ class SettledPlacementCollector:
         self.env = env
         self.u = getattr(env, "unwrapped", env)
         self.params = params or SettledPlacementParams()
+        scene_assets = list(scene_assets) if scene_assets is not None else None
         self.scene = RecordingScene.from_env(self.u, scene_assets, robot_keys=self.params.robot_keys)
         self.validators = _validators(self.params.validators, self.scene)
+        # how each relation-placed root settles (On release gaps, chains, ClutterOn drops): the shift checks
+        # measure from the expected resting pose, not from the release pose
+        self.rest_rules = rest_rules_from_assets(scene_assets if scene_assets is not None else self.scene.pool.assets,
+                                                 self.scene.root_keys, self.scene.robot_keys)
+        self.support_rest_heights = {k: h for v in self.validators if v.check == "support_containment"
+                                     for k, h in (getattr(v, "minimum_resting_heights_m", None) or {}).items()}
         self.decimation = int(self.u.cfg.decimation)
         self.physics_dt_s = float(self.u.physics_dt)
         self.summary = RejectionSummary()
@@ -250,10 +260,13 @@ class SettledPlacementCollector:
         self._settle()
         moving_supports = [k for k, s in scene.supports.items() if s.fixed_pose is None]
         supports = scene.support_infos(initial, capture_root_poses(u.scene, moving_supports))
+        for key, info in supports.items():  # a container's floor is where its ClutterOn drops come to rest
+            if key in self.support_rest_heights:
+                info.rest_height_m = self.support_rest_heights[key]
         batch = capture_settled_batch(
             u.scene, ok_rows.tolist(), initial, initial_links, robot_keys=scene.robot_keys,
             clutter_keys=scene.clutter_keys, clutter_supports=dict(scene.clutter_supports),
-            clutter_local_bounds=dict(scene.clutter_local_bounds), supports=supports,
+            clutter_local_bounds=dict(scene.clutter_local_bounds), supports=supports, rest_rules=self.rest_rules,
             num_steps=p.num_steps, decimation=self.decimation, physics_dt_s=self.physics_dt_s)
         results = run_post_physics_validators(self.validators, batch)
         sampling_base = batch.sampling_info()
@@ -277,6 +290,7 @@ class SettledPlacementCollector:
         total = p.num_steps
         every = max(1, math.ceil(total / p.progress_lines))
         for step in range(1, total + 1):
+            raise_if_interrupted()  # a stop signal during a recording waits for this check (deferred_stops)
             self.env.step(actions)
             if step % every == 0 or step == total:
                 p.emit(f"[placement] {step * self.decimation}/{total * self.decimation} physics steps")

@@ -22,6 +22,7 @@ from typing import Any, Iterable
 
 import torch
 
+from isaaclab_arena.assets.geometry_reader import spawn_cfgs_of
 from isaaclab_arena.offline_placement.settled_batch import SupportInfo
 
 
@@ -186,16 +187,8 @@ def _support_key(support) -> str:
     return keys[0] if keys else support.name
 
 
-def _spawn_cfgs(asset) -> list:
-    members = getattr(asset, "objects", None)  # an object set: its members' spawners
-    if members is not None:
-        return [c for m in members for c in _spawn_cfgs(m)]
-    spawn = getattr(asset, "spawn_cfg", None)
-    return list(getattr(spawn, "assets_cfg", None) or [spawn]) if spawn is not None else []
-
-
 def _flag(asset, name: str) -> bool:
-    return any(getattr(getattr(c, "rigid_props", None), name, False) for c in _spawn_cfgs(asset))
+    return any(getattr(getattr(c, "rigid_props", None), name, False) for c in spawn_cfgs_of(asset))
 
 
 def _check_clutter_object(asset, scene, rigid_keys: list[str]) -> None:
@@ -245,7 +238,7 @@ def has_flat_top(asset) -> bool:
     if isinstance(asset, ObjectReference):
         usd = asset.parent_asset.usd_path
         return bool(usd) and _usd_single_cube(usd, asset.relative_prim_path())
-    cfgs = _spawn_cfgs(asset)
+    cfgs = spawn_cfgs_of(asset)
     if len(cfgs) != 1:
         return False
     cfg = cfgs[0]

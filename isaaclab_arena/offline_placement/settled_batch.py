@@ -12,6 +12,8 @@ from typing import Mapping
 
 import torch
 
+from isaaclab_arena.offline_placement.expected_rest import RestRule
+
 
 class SettledBatchError(ValueError):
     """A SettledBatch whose tensors or keys do not fit together."""
@@ -28,6 +30,9 @@ class SupportInfo:
             move (a movable kinematic bowl); None for fixed anchors.
         flat_top: True when the support's top at ``local_max[2]`` is a verified flat rectangular surface; a
             support without it needs ``minimum_resting_heights_m`` (e.g. a container).
+        rest_height_m: Height in the support's scaled local frame (metres) where dropped objects come to rest
+            (a container's inner floor, the recorder fills it from ``minimum_resting_heights_m``); None: its top
+            ``local_max[2]``. Used for the expected rest of ClutterOn drops (``expected_rest.py``).
     """
 
     local_min: torch.Tensor
@@ -35,8 +40,11 @@ class SupportInfo:
     poses: torch.Tensor
     initial_poses: torch.Tensor | None = None
     flat_top: bool = True
+    rest_height_m: float | None = None
 
     def __post_init__(self):
+        if self.rest_height_m is not None:
+            self.rest_height_m = float(self.rest_height_m)
         self.local_min = torch.as_tensor(self.local_min, dtype=torch.float32)
         self.local_max = torch.as_tensor(self.local_max, dtype=torch.float32)
         self.poses = torch.as_tensor(self.poses, dtype=torch.float32)
@@ -67,6 +75,9 @@ class SettledBatch:
         clutter_supports: ``{clutter_key: support_key}``.
         clutter_local_bounds: ``{clutter_key: (min, max)}``, each (3,) or (E, 3), local root frame, metres.
         supports: ``{support_key: SupportInfo}``; keys are runtime scene names.
+        rest_rules: ``{root key: RestRule}``: how relation-placed roots settle after release (the On release
+            gap, chains of On, ClutterOn drops); a root without a rule is expected to rest at its release pose.
+            ``expected_rest_poses()`` is what the shift checks measure from.
         num_steps, decimation, physics_dt_s: The settling interval (env steps, physics steps per env step, s).
     """
 
@@ -83,6 +94,7 @@ class SettledBatch:
     clutter_supports: dict[str, str] = field(default_factory=dict)
     clutter_local_bounds: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     supports: dict[str, SupportInfo] = field(default_factory=dict)
+    rest_rules: dict[str, RestRule] = field(default_factory=dict)
     num_steps: int | None = None
     decimation: int | None = None
     physics_dt_s: float | None = None
@@ -143,6 +155,32 @@ class SettledBatch:
                                         f"SupportInfo; supports: {sorted(self.supports)}")
         self.clutter_local_bounds = {k: (_as_float(lo, "bounds"), _as_float(hi, "bounds"))
                                      for k, (lo, hi) in self.clutter_local_bounds.items()}
+        self.rest_rules = dict(self.rest_rules)
+        self._check_rest_rules()
+
+    def _check_rest_rules(self) -> None:
+        for key, rule in self.rest_rules.items():
+            if not isinstance(rule, RestRule):
+                raise SettledBatchError(f"SettledBatch.rest_rules['{key}'] must be a RestRule, got {rule!r}")
+            if key not in self.final_root_poses:
+                raise SettledBatchError(f"SettledBatch.rest_rules: '{key}' is not a recorded root; roots: "
+                                        f"{sorted(self.final_root_poses)}")
+            if rule.clutter:
+                if rule.support not in self.supports or key not in self.clutter_local_bounds:
+                    raise SettledBatchError(f"SettledBatch.rest_rules: ClutterOn object '{key}' rests on "
+                                            f"'{rule.support}', which needs a SupportInfo (supports: "
+                                            f"{sorted(self.supports)}) and the object's clutter_local_bounds")
+            elif rule.support is not None and rule.support not in self.final_root_poses:
+                raise SettledBatchError(f"SettledBatch.rest_rules: '{key}' rests on '{rule.support}', which is not a "
+                                        f"recorded root; roots: {sorted(self.final_root_poses)}")
+        for start in self.rest_rules:  # chains of supports end on a fixed support
+            seen, key = [start], self.rest_rules[start].support
+            while key in self.rest_rules:
+                if key in seen:
+                    raise SettledBatchError(f"SettledBatch.rest_rules: the supports of {seen[seen.index(key):] + [key]} "
+                                            "form a cycle; every chain must end on a fixed support")
+                seen.append(key)
+                key = self.rest_rules[key].support
 
     # -- helpers for batched validators ------------------------------------------------------------
     @property
@@ -154,6 +192,12 @@ class SettledBatch:
     @property
     def root_keys(self) -> list[str]:
         return list(self.final_root_poses)
+
+    def expected_rest_poses(self, keys: list[str] | None = None) -> dict[str, torch.Tensor]:
+        """``{key: (E, 7)}`` expected resting poses (env-local, metres + xyzw): ``expected_rest.expected_rest_poses``."""
+        from isaaclab_arena.offline_placement.expected_rest import expected_rest_poses
+
+        return expected_rest_poses(self, keys)
 
     def stacked(self, table: Mapping[str, torch.Tensor], keys: list[str]) -> torch.Tensor:
         """(B, K, D) rows of this batch's envs for ``keys`` from a per-key table."""

@@ -27,16 +27,20 @@ from isaaclab_arena.relations.placement_diagnostics import (
     explanation_text,
 )
 from isaaclab_arena.relations.placement_problem import PlacementProblem
+from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.ranking import best_per_env
 from isaaclab_arena.relations.relation_solver import RelationSolver
 from isaaclab_arena.relations.validation.results import ValidatedBatch
 from isaaclab_arena.relations.validation.runner import PlacementValidationRunner
+from isaaclab_arena.relations.validation.types import PlacementCheck
 from isaaclab_arena.utils.pose import Pose
 
 logger = logging.getLogger(__name__)
 
 #: The debug view (Rerun), looked up by name only when a debug field is set: the core never imports rerun.
 DEBUG_VIEW_MODULE = "isaaclab_arena.debug.placement_view"
+#: The check that RequiresReachability objects need.
+REACHABILITY_CHECK = PlacementCheck.IK_REACHABLE.value
 
 
 @dataclass
@@ -107,6 +111,7 @@ class ObjectPlacer:
             if len(self._problems) > 8:
                 self._problems.clear()
             problem = compile_placement_problem(assets, num_envs, self.placement_seed, self.params, device)
+            self._check_reachability_robot(assets, problem)
             self._problems[key] = problem
             notices = keep_out_notices(assets)
             if notices and notices != self._printed_notices:
@@ -115,6 +120,34 @@ class ObjectPlacer:
             if self.debug_view is not None:
                 self.debug_view.on_compile(problem, assets)
         return problem
+
+    def _check_reachability_robot(self, assets, problem: PlacementProblem) -> None:
+        """A scene with ``RequiresReachability`` objects has its ``ik_reachable`` check run by a robot: the one in
+        ``reachability_config.embodiment``, else the embodiment among ``assets`` (an environment's
+        ``get_placement_assets()`` holds it), wired into this placer's params. Refuses (``PlacementConfigError``)
+        a placer whose check would silently not run: no robot, or one without a kinematic model, while
+        ``ik_reachable`` is enabled (``enabled_checks`` None or naming it)."""
+        if not problem.reachability_targets:
+            return
+        config = self.params.reachability_config
+        if config.embodiment is None:
+            robots = [a for a in assets if a.is_embodiment]
+            if robots:
+                self.params = dataclasses.replace(
+                    self.params, reachability_config=dataclasses.replace(config, embodiment=robots[0]))
+                self._runner = None  # chosen again with the robot
+        enabled = self.params.enabled_checks
+        if enabled is not None and REACHABILITY_CHECK not in enabled:
+            return
+        if REACHABILITY_CHECK not in self.runner.checks:
+            robot = self.params.reachability_config.embodiment
+            why = ("no robot is given: pass the environment's embodiment among the placer's assets "
+                   "(IsaacLabArenaEnvironment.get_placement_assets() holds it) or in "
+                   "ObjectPlacerParams.reachability_config.embodiment" if robot is None else
+                   f"embodiment '{robot.name}' has no kinematic model to check it with")
+            raise PlacementConfigError(f"objects {list(problem.reachability_targets)} require reachability "
+                                       f"(RequiresReachability), but {REACHABILITY_CHECK} cannot run: {why}; or leave "
+                                       f"{REACHABILITY_CHECK} out of ObjectPlacerParams.enabled_checks")
 
     def validate(self, problem: PlacementProblem, candidates) -> ValidatedBatch:
         """The validate stage on an evaluated batch."""

@@ -5,7 +5,6 @@
         output=outputs/placements/mug_bowl.jsonl \\
         num_envs=4 env_spacing=2 min_layouts=16 max_batches=5 seed=42 \\
         settle.num_steps=120 \\
-        settle.validators.pose_shift.max_translation_m=0.015 \\
         +settle.validators.max_root_height._target_=isaaclab_arena_environments.placement_validators.MaxRootHeightValidator \\
         +settle.validators.max_root_height.max_height_m=1.5 \\
         render=false --device cpu --viz none
