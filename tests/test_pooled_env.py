@@ -53,6 +53,11 @@ def test_reset_writes_the_pooled_layouts_and_they_pass(tabletop):
     assert bool(batch.passed.all()), {k: v.tolist() for k, v in batch.check_results.items()}
     assert set(batch.check_results) >= {"no_overlap", "on_relation", "next_to"}
     assert pool.consumed.tolist() == [1, 1, 1, 1]
+    from isaaclab_arena.environments.reset_events import FALLBACK_EXTRAS_KEY
+
+    # which envs hold a best-loss fallback is in the env's extras after every reset (none here)
+    mask = env.unwrapped.extras[FALLBACK_EXTRAS_KEY]
+    assert mask.dtype == torch.bool and mask.tolist() == pool.current_fallback.tolist() == [False] * 4
     # envs got different layouts
     assert (pool.current_poses[0] - pool.current_poses[1]).abs().max() > 1e-3
     assert os.path.isfile(pool.diagnostics.path)

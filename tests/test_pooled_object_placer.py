@@ -184,6 +184,15 @@ def test_fallbacks_fill_the_impossible_env_and_are_reported(tmp_path, capsys):
     assert causes[cause]["example_env"] == 2 and causes[cause]["example_violation"] > 0.0
 
 
+def test_the_layout_each_env_holds_says_whether_it_is_a_fallback():
+    pool = make(one_env_impossible(), num_envs=3, max_placement_attempts=2)
+    source = pool.as_pose_source(pool.object_names)
+    assert source.fallback_mask().tolist() == [False, False, True]  # the creation layouts
+    pool.next_layouts(torch.tensor([0, 2]))
+    assert pool.current_fallback.tolist() == [False, False, True]
+    assert pool.current_fallback.tolist() == (~pool.current_passed).tolist()  # here every fallback fails a check
+
+
 def test_ranking_prefers_fewer_required_failures_then_lower_loss():
     pool = make(one_env_impossible(), num_envs=3, max_placement_attempts=1, min_unique_layouts_per_env=4)
     req = [c for c in pool.check_names if c in pool.required_check_names]

@@ -75,6 +75,17 @@ class CombinedPoseSource:
     def peek(self, env_ids: torch.Tensor) -> torch.Tensor:
         return torch.cat([s.peek(env_ids).to(env_ids.device) for s in self.sources], dim=1)
 
+    def fallback_mask(self) -> torch.Tensor | None:
+        """(num_envs,) bool of the sources that can hold fallbacks (pooled placement), OR-ed; None when none can."""
+        masks = [s.fallback_mask() for s in self.sources if callable(getattr(s, "fallback_mask", None))]
+        masks = [m for m in masks if m is not None]
+        if not masks:
+            return None
+        out = masks[0].clone()
+        for m in masks[1:]:
+            out |= m.to(out.device)
+        return out
+
 
 class PoseSourceRef:
     """A term parameter that carries a live :class:`PoseSource` by reference.
@@ -101,6 +112,12 @@ class PoseSourceRef:
 
     def __repr__(self) -> str:
         return f"PoseSourceRef({type(self.source).__name__} of {list(self.source.object_names)})"
+
+
+#: ``env.extras`` key of the (num_envs,) bool tensor saying which envs were last reset into a best-loss fallback
+#: layout (one that fails a required placement check; ``ObjectPlacerParams.allow_best_loss_fallbacks``), updated by
+#: every reset of a pooled-placement env, so that training and evaluation code can tell those layouts apart.
+FALLBACK_EXTRAS_KEY = "placement_fallback"
 
 
 def env_ids_to_tensor(env_ids, num_envs: int, device) -> torch.Tensor:
@@ -146,7 +163,8 @@ class ArenaPoseResetTerm(ManagerTermBase):
 
     Params (see :func:`arena_pose_reset_term_cfg`): ``pose_source`` (a :class:`PoseSourceRef`), bound at
     construction (the written assets and the writer's bindings follow its ``object_names``);
-    ``batched_writes`` (default True) allows the OV PhysX batched writer.
+    ``batched_writes`` (default True) allows the OV PhysX batched writer. A source that can hand out best-loss
+    fallbacks (pooled placement) has its mask put in ``env.extras[FALLBACK_EXTRAS_KEY]`` after each reset.
 
     Attributes:
         source: The pose source the term draws from.
@@ -178,6 +196,10 @@ class ArenaPoseResetTerm(ManagerTermBase):
         world = poses.clone()
         world[..., :3] += env.scene.env_origins[ids].unsqueeze(1)
         self.writer.write(ids, world)
+        mask = getattr(self.source, "fallback_mask", None)
+        mask = mask() if callable(mask) else None
+        if mask is not None:  # which envs now hold a best-loss fallback layout (FALLBACK_EXTRAS_KEY)
+            env.extras[FALLBACK_EXTRAS_KEY] = mask.to(env.device).clone()
 
 
 def arena_pose_reset_term_cfg(source: PoseSource, batched_writes: bool = True) -> EventTermCfg:

@@ -103,6 +103,7 @@ class PooledObjectPlacer:
         self.current_slot_info: dict[str, torch.Tensor] = {}
         self.current_passed: torch.Tensor | None = None     # (E,): the layout each env got passed every required check
         self.current_checks: torch.Tensor | None = None     # (E, C): its check verdicts
+        self.current_fallback: torch.Tensor | None = None   # (E,): it is a best-loss fallback (fails a required check)
         self.consumed = torch.zeros(E, dtype=torch.long, device=dev)    # layouts handed out per env
         self.fallback_envs: set[int] = set()
         self.unfilled_envs: list[int] = []  # envs of a fill that failed (fallbacks off); their slots hold best-loss candidates
@@ -237,6 +238,7 @@ class PooledObjectPlacer:
                     self.current_poses = self.poses[:, 0].clone()
                     self.current_passed = self.slot_passed[:, 0].clone()
                     self.current_checks = self.slot_checks[:, 0].clone()
+                    self.current_fallback = self.slot_fallback[:, 0].clone()
                 self.diagnostics.end_fill(fill, [], 0, filled[envs].tolist(), explanation, advice, misses)
                 raise RuntimeError(self._failure_message(short, filled, envs, last, max_batches, explanation, advice))
             failing = ~ranked["passed"]
@@ -320,6 +322,7 @@ class PooledObjectPlacer:
         self.current_poses = self.creation_poses.clone()
         self.current_passed = self.slot_passed[:, 0].clone()
         self.current_checks = self.slot_checks[:, 0].clone()
+        self.current_fallback = self.slot_fallback[:, 0].clone()
 
     def peek(self, env_ids: torch.Tensor) -> torch.Tensor:
         ids = self._ids(env_ids)
@@ -349,6 +352,7 @@ class PooledObjectPlacer:
         self.current_poses[ids] = out
         self.current_passed[ids] = self.slot_passed[ids, slots]
         self.current_checks[ids] = self.slot_checks[ids, slots]
+        self.current_fallback[ids] = self.slot_fallback[ids, slots]
         self.current_slot_info = {"env_ids": ids, "slots": slots}
         return out
 
@@ -383,3 +387,8 @@ class PooledPoseSource:
 
     def peek(self, env_ids: torch.Tensor) -> torch.Tensor:
         return self.pool.peek(env_ids)[:, self._index].to(env_ids.device)
+
+    def fallback_mask(self) -> torch.Tensor:
+        """(num_envs,) bool: the layout each env was last reset into is a best-loss fallback (it fails a required
+        check; ``allow_best_loss_fallbacks``)."""
+        return self.pool.current_fallback
