@@ -6,7 +6,11 @@ best-loss fallback), a red frame and the failed checks in the title. With ``ik_r
 ``RequiresReachability`` object gets a ring: green when the robot reaches a top-down grasp at it from that
 layout's robot base pose, red when not. Objects and obstacles whose collision meshes the placer used (MESH
 collision) are drawn as their top-down mesh silhouettes, their boxes dashed around them, and a MESH background
-as its upward-facing surfaces shaded by height (``mesh_pictures.py``). Env-local metres, X right, Y up.
+as its upward-facing surfaces shaded by height (``mesh_pictures.py``). A robot (an embodiment among the assets)
+is drawn over its stand: its arm at the home pose (link origins from forward kinematics, projected top-down: a
+polyline from the base with the joints as dots), its heading (an arrow along the base's +X axis) and, when the
+scene has a ``RequiresReachability`` object, its reach annulus at that object's grasp height (shaded ring;
+``robot_picture_geometry.py`` says how each is computed). Env-local metres, X right, Y up.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ import os
 
 
 from isaaclab_arena.assets.object_set import RigidObjectSet
-from isaaclab_arena.environments import mesh_pictures
+from isaaclab_arena.environments import mesh_pictures, robot_picture_geometry
+
+#: Colour of the robot's heading arrow and reach annulus.
+ROBOT_COLOR = "tab:purple"
 
 
 def _yaw(q) -> float:
@@ -47,6 +54,68 @@ def reachability_rings(pool, poses):
     return {n: (xy[:, k].cpu(), reach[:, k].cpu()) for k, n in enumerate(names)}
 
 
+def robot_geometry(assets, names: list[str], poses, placer_params=None):
+    """What the pictures draw of the scene's robot for layouts ``poses`` ((E, n, 7) env-local, ``names`` order):
+    a :class:`~isaaclab_arena.environments.robot_picture_geometry.RobotTopDown` over the E envs, or None when no
+    embodiment with a kinematic chain is among ``assets``.
+
+    The base pose is the robot's row of ``poses`` when it is placed, else its fixed pose; the grasp height is that
+    of the first asset marked ``RequiresReachability`` (its row, or its fixed pose) plus the grasp offset of
+    ``placer_params.reachability_config`` (its defaults without params); no such asset: no annulus."""
+    import torch
+
+    from isaaclab_arena.relations.markers import RequiresReachability
+
+    assets = list(assets.values()) if isinstance(assets, dict) else list(assets)
+    robot = next((a for a in assets if getattr(a, "is_embodiment", False)), None)
+    if robot is None or getattr(robot, "reachability_robot", None) is None:
+        return None
+    poses = torch.as_tensor(poses).detach().to("cpu", torch.float64)
+
+    def rows(asset):  # (E, 7) poses of an asset: its placed rows, else its fixed pose in every env
+        if asset.name in names:
+            return poses[:, names.index(asset.name)]
+        pose = asset.get_world_pose()
+        if pose is None:
+            return None
+        return torch.tensor([*pose.position_xyz, *pose.rotation_xyzw], dtype=torch.float64).expand(poses.shape[0], 7)
+
+    base = rows(robot)
+    if base is None:
+        return None
+    target = next((a for a in assets if a is not robot and a.get_relations_of(RequiresReachability)
+                   and rows(a) is not None), None)
+    config = getattr(placer_params, "reachability_config", None)
+    return robot_picture_geometry.robot_top_down(robot, base, None if target is None else target.name,
+                                                 None if target is None else rows(target)[:, 2], config)
+
+
+def draw_robot(ax, geo, i: int) -> None:
+    """Draws the robot of panel ``i`` of ``geo`` (a ``RobotTopDown``) on ``ax``: reach annulus (gid
+    ``reach_annulus``), arm polyline with its joints as dots (``robot_arm``), heading arrow (``robot_heading``,
+    ``HEADING_ARROW_M`` long, from the base) and a line naming the annulus (``reach_label``)."""
+    from matplotlib.colors import to_rgba
+    from matplotlib.patches import Annulus, Circle
+
+    (bx, by), (r_in, r_out) = geo.base_xy[i], geo.annulus_m[i]
+    if math.isfinite(r_out):
+        style = dict(fc=to_rgba(ROBOT_COLOR, 0.10), ec=to_rgba(ROBOT_COLOR, 0.6), lw=0.8, ls="--", zorder=0.5,
+                     gid="reach_annulus")
+        # reachable up to the base's axis (r_in = 0): a disc
+        ax.add_patch(Annulus((bx, by), r_out, r_out - r_in, **style) if r_in > 0 else Circle((bx, by), r_out, **style))
+    if geo.grasp_target is not None:
+        reach = (f"reach {r_in:.3f}-{r_out:.3f} m" if math.isfinite(r_out) else "out of reach")
+        ax.text(0.01, 0.01, f"{reach} at z={geo.grasp_height_m[i]:.3f} m ({geo.grasp_target} grasp)",
+                transform=ax.transAxes, fontsize=5.5, color=ROBOT_COLOR, gid="reach_label")
+    xy = geo.arm_xy[i]
+    ax.plot(xy[:, 0], xy[:, 1], "-o", color="0.1", lw=2.0, ms=3.5, mfc="white", mec="0.1", zorder=4,
+            gid="robot_arm")
+    tip = geo.base_xy[i] + robot_picture_geometry.HEADING_ARROW_M * geo.heading_xy[i]
+    ax.annotate("", xy=(float(tip[0]), float(tip[1])), xytext=(float(bx), float(by)), zorder=5,
+                arrowprops=dict(arrowstyle="-|>", color=ROBOT_COLOR, lw=1.8, shrinkA=0, shrinkB=0),
+                gid="robot_heading")
+
+
 def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, report: dict | None = None,
                          env_ids: list[int] | None = None, poses=None, note: str = "") -> str:
     """Draws the current layout of the first ``max_envs`` envs (or of ``env_ids``) of a ``PooledObjectPlacer``;
@@ -74,6 +143,7 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
     anchors = [a for a in assets.values() if a.is_anchor]
     rings = reachability_rings(pool, poses)  # indexed by env below
+    robot = robot_geometry(assets, names, poses[envs], getattr(getattr(pool, "placer", None), "params", None))
     outlines = mesh_pictures.mesh_outlines(pool)
     fixed = [a for a in assets.values() if a.name in outlines and a.name not in names and a.get_world_pose()]
     for e in range(rows * cols):
@@ -81,7 +151,7 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
         if e >= n_env:
             ax.axis("off")
             continue
-        e = envs[e]  # the env this panel shows
+        panel, e = e, envs[e]  # the env this panel shows
         for a in fixed:  # MESH obstacles and backgrounds at their fixed poses
             pose = a.get_world_pose()
             v, f = outlines[a.name]
@@ -121,6 +191,8 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
             reached = bool(ok[e])
             ax.plot(float(xy[e, 0]), float(xy[e, 1]), "o", ms=16, mfc="none", mew=2.5,
                     mec="tab:green" if reached else "tab:red")
+        if robot is not None:
+            draw_robot(ax, robot, panel)
         ax.set_aspect("equal")
         ax.autoscale_view()
         ax.margins(0.05)

@@ -108,7 +108,8 @@ def _write_picture(builder, env, names, output_dir, picture_envs, phase: str, su
     else:
         poses = placed_poses(env, names)
         stacked = torch.stack([poses[n] for n in names], dim=1)
-        pics.write_poses_picture(builder.arena_env.assets, names, stacked, path, builder.member_indices,
+        robot = [builder.arena_env.embodiment] if builder.arena_env.embodiment is not None else []
+        pics.write_poses_picture([*builder.arena_env.assets, *robot], names, stacked, path, builder.member_indices,
                                  env_ids=picture_envs, note=notes[phase])
         extra = []
     heading = pics.figure_heading(drawn, num_envs, notes[phase])
