@@ -123,14 +123,16 @@ def _registered_asset(node: AssetNode):
     def make(params: dict):
         return build_registered_asset(node.registry_name, node.id, params)
 
+    params = {k: v for k, v in node.params.items() if k != PROPERTIES_KEY}  # not a factory parameter
     try:
-        return make(node.params)
+        asset = make(params)
     except UnknownAssetError as err:
         raise SpecIssue(str(err), where=node.where, key="registry_name", line=node.key_line("registry_name")) from None
     except (ValueError, TypeError) as err:
-        name = blame_parameter(make, node.params, err)
+        name = blame_parameter(make, params, err)
         key = f"params.{name}" if name else "params"
         raise SpecIssue(str(err), where=node.where, key=key, line=node.key_line(key)) from None
+    return _with_properties(node, asset)
 
 
 def _object_set(node: ObjectSetNode):
@@ -154,7 +156,35 @@ def _object_set(node: ObjectSetNode):
     if pose is not None:
         obj_set.set_initial_pose(pose)
     obj_set.collision_mode = _set_param(node, "collision_mode", parse_collision_mode)
-    return obj_set
+    return _with_properties(node, obj_set)
+
+
+PROPERTIES_KEY = "physical_properties"
+
+
+def _with_properties(node, asset):
+    """Attaches ``params.physical_properties`` (``PhysicalPropertyRanges``) to ``asset``; a refusal names the
+    field's key and line."""
+    raw = node.params.get(PROPERTIES_KEY)
+    if raw is None:
+        return asset
+    from isaaclab_arena.assets.physical_properties import PhysicalPropertyRanges, set_physical_property_ranges
+    from isaaclab_arena.env_spec.yaml_lines import line_of
+
+    try:
+        return set_physical_property_ranges(asset, PhysicalPropertyRanges.from_mapping(raw, f"asset '{node.id}'"))
+    except ValueError as err:
+        key = f"params.{PROPERTIES_KEY}"
+        line = node.key_line(key)
+        if isinstance(raw, dict):
+            msg, keys = str(err), list(raw)
+            if "exclude each other" in msg:  # the one written last, as for other conflicting values
+                bad = max(("mass_kg", "mass_scale"), key=keys.index)
+            else:
+                bad = next((k for k in keys if f"{k!r}" in msg or f": {k} must" in msg), None)
+            if bad is not None:
+                key, line = f"{key}.{bad}", line_of(raw, bad) or line
+        raise SpecIssue(str(err), where=node.where, key=key, line=line) from None
 
 
 def _set_param(node: ObjectSetNode, key: str, parse):

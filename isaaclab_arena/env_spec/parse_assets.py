@@ -16,7 +16,7 @@ from isaaclab_arena.utils.checks import asset_id_problem, short_repr
 ENV_REGEX_NS = "{ENV_REGEX_NS}"
 ASSET_NODE_KEYS = ("id", "registry_name", "params")
 OBJECT_SET_KEYS = ("id", "members", "random_choice", "params")
-OBJECT_SET_PARAMS = ("initial_pose", "collision_mode")
+OBJECT_SET_PARAMS = ("initial_pose", "collision_mode", "physical_properties")
 OBJECT_REFERENCE_KEYS = ("id", "parent_id", "prim_path", "object_type", "params")
 OBJECT_TYPES = ("rigid", "base", "articulation")
 

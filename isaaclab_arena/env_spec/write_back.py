@@ -182,6 +182,17 @@ def _asset_params(asset) -> dict:
     return params
 
 
+def _add_properties(asset, params: dict) -> dict:
+    """``params.physical_properties`` from the asset's ``PhysicalPropertyRanges`` (none: the key is left out)."""
+    from isaaclab_arena.assets.physical_properties import physical_property_ranges_of
+
+    ranges = physical_property_ranges_of(asset)
+    params.pop("physical_properties", None)
+    if ranges is not None and ranges.drawn_fields:
+        params["physical_properties"] = ranges.to_dict()
+    return params
+
+
 def _asset_node(asset, names: set[str]):
     """The node of one asset (``SpecIssue`` for what YAML cannot express)."""
     from isaaclab_arena.assets.asset import Object
@@ -206,13 +217,14 @@ def _asset_node(asset, names: set[str]):
             params["initial_pose"] = asset.initial_pose.to_dict()
         if asset.collision_mode is not None:
             params["collision_mode"] = asset.collision_mode.value
+        _add_properties(asset, params)
         return ObjectSetNode(asset.name, [m.registry_name for m in asset.objects], asset.random_choice, params)
     if isinstance(asset, Object):
         if asset.registry_name is None:
             raise SpecIssue("was not made from the asset registry, so it cannot be written to a spec; build it with "
                             "build_registered_asset() or register its factory with @register_asset", where=where,
                             key="registry_name")
-        return AssetNode(asset.name, asset.registry_name, _asset_params(asset))
+        return AssetNode(asset.name, asset.registry_name, _add_properties(asset, _asset_params(asset)))
     raise SpecIssue(f"{type(asset).__name__} assets cannot be written to a spec", where=where)
 
 

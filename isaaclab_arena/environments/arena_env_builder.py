@@ -232,6 +232,12 @@ class ArenaEnvBuilder:
         return dataclasses.replace(params, **overrides) if overrides else params
 
     @property
+    def property_seed(self) -> int:
+        """Seed of the physical property draws: the placement seed (the placer's, when it drew one), else ``seed``."""
+        seed = self.placer.placement_seed if self.placer is not None else self.placer_params.placement_seed
+        return int(seed) if seed is not None else int(self.cfg.seed)
+
+    @property
     def gym_id(self) -> str:
         return self.cfg.gym_id or self.arena_env.name
 
@@ -398,6 +404,11 @@ class ArenaEnvBuilder:
             add_task_rewards(cfg, task, self.member_indices, embodiment)
         if self.pose_source is not None:  # the term gets the live source as a parameter (by reference)
             cfg.events.arena_placement = arena_pose_reset_term_cfg(self.pose_source)
+        # physical property draws (friction, restitution, mass) per asset with ranges, after the poses
+        from isaaclab_arena.environments.property_draws import add_property_terms
+
+        self.property_term_names = add_property_terms(cfg, self._rigid_assets(), self.property_seed,
+                                                      env_keys=self.cfg.global_env_ids)
         if self.arena_env.env_cfg_overrides:  # YAML env_cfg_override: applied last, so it wins
             from isaaclab_arena.environments.env_cfg_override import apply_env_cfg_overrides
 
