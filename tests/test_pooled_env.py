@@ -162,12 +162,12 @@ def test_impossible_scenes_without_fallbacks_fail_naming_relations_and_metres():
                                     min_unique_layouts_per_env=2)
         return IsaacLabArenaEnvironment(name, [bg, table, *objects(table)], placer_params=params)
 
-    def gap(table):  # each object fits the table, but mug + 1.5 m gap + bowl (1.74 m) cannot: refused before solving
+    def gap(table):  # each object fits the table, but mug + 1.0 m gap + bowl (1.24 m) cannot: refused before solving
         m = mug("mug").add_relation(On(table))
-        return [m, bowl("bowl").add_relation(On(table)).add_relation(NextTo(m, side=Side.POSITIVE_X, distance_m=1.5))]
+        return [m, bowl("bowl").add_relation(On(table)).add_relation(NextTo(m, side=Side.POSITIVE_X, distance_m=1.0))]
 
     with pytest.raises(PlacementConfigError, match=r"asset 'bowl' next_to\(mug, positive_x\): along x it cannot hold "
-                                                   r"together with .*'mug' on\(table\).*: 0\.640 m of room is missing"):
+                                                   r"together with .*'mug' on\(table\).*: 0\.140 m of room is missing"):
         ArenaEnvBuilder(scene("impossible", gap), ArenaEnvBuilderCfg(num_envs=2)).compose_manager_cfg()
 
     def slabs(table):  # each fits, and both by area (0.72 of 0.77 m²), but never side by side: fails after solving

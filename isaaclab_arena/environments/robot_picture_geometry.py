@@ -140,7 +140,7 @@ def reach_annulus_radii(embodiment, heights_m, config) -> np.ndarray:
     from isaaclab_arena.reachability.backends import backend_name_for, ik_backend_for
 
     mm = np.round(np.asarray(heights_m, dtype=np.float64).reshape(-1) * 1000.0).astype(np.int64)
-    prefix = (backend_name_for(embodiment), _robot_key(embodiment), float(config.grasp_z_offset_m),
+    prefix = (backend_name_for(embodiment, "cpu"), _robot_key(embodiment), float(config.grasp_z_offset_m),
               float(config.ik_position_threshold_m), float(config.ik_rotation_threshold_rad))
     todo = sorted({int(h) for h in mm} - {k[-1] for k in _ANNULI if k[:-1] == prefix})
     if todo:

@@ -4,9 +4,10 @@ A backend is anything with ``check_config(base_pose (B, 7), object_positions (B,
 mask=None) -> ReachabilityResult`` (:class:`IKReachabilityChecker` is one). The default backend,
 ``newton``, is batched IK with ``newton.ik`` on ``cpu`` or ``cuda:N`` and needs only the embodiment's URDF
 (``Embodiment.reachability_robot``). Other backends register with :func:`register_ik_backend` and say which
-embodiments they serve; ``isaaclab_arena_curobo`` registers ``curobo`` when cuRobo imports, for embodiments
-with a cuRobo config. :func:`ik_backend_for` picks the most recently registered backend that serves the
-embodiment, else ``newton``, and builds it once per (backend, robot, device).
+embodiments they serve; ``isaaclab_arena_curobo`` registers ``curobo`` for embodiments with a cuRobo config,
+usable only on a CUDA device where cuRobo imports (its ``unusable_reason``). :func:`ik_backend_for` picks the
+most recently registered backend that serves the embodiment and can run on the device, else ``newton`` (saying
+in one line why it skipped one), and builds it once per (backend, robot, device).
 """
 
 from __future__ import annotations
@@ -74,24 +75,57 @@ def has_kinematic_model(embodiment) -> bool:
     return embodiment is not None and any(b.serves(embodiment) for b in _BACKENDS.values())
 
 
-def backend_name_for(embodiment) -> str:
-    """The backend that would check ``embodiment``; ``ValueError`` when none serves it."""
+def _serving(embodiment, device: str | None) -> list[tuple[str, IKBackend, str | None]]:
+    """``(name, backend, reason)`` of the backends serving ``embodiment``, most recently registered first;
+    ``reason`` says why the backend cannot run on ``device`` (None: it can, or ``device`` is None)."""
+    out = []
     for name in registered_ik_backends():
-        if _BACKENDS[name].serves(embodiment):
+        backend = _BACKENDS[name]
+        if backend.serves(embodiment):
+            reason_for = getattr(backend.make, "unusable_reason", None)
+            out.append((name, backend, reason_for(str(device)) if reason_for is not None and device is not None
+                        else None))
+    return out
+
+
+def backend_name_for(embodiment, device: str | None = None) -> str:
+    """The backend that checks ``embodiment`` on ``device`` (None: the preferred one, whatever the device);
+    ``ValueError`` when none serves it."""
+    for name, _, reason in _serving(embodiment, device):
+        if reason is None:
             return name
     raise ValueError(f"embodiment {getattr(embodiment, 'name', embodiment)!r} has no kinematic model an IK backend "
-                     f"can use (backends: {registered_ik_backends()}); ik_reachable cannot check it")
+                     f"can use on {device!r} (backends: {registered_ik_backends()}); ik_reachable cannot check it")
 
 
 def ik_backend_for(embodiment, device: str = "cpu"):
-    """The checker of the preferred backend for ``embodiment`` on ``device`` (built once, then cached)."""
-    name = backend_name_for(embodiment)
+    """The checker of the preferred backend for ``embodiment`` on ``device`` (built once, then cached).
+
+    Backends are tried most recently registered first, among those that serve ``embodiment``. A backend whose
+    ``make`` has ``unusable_reason(device) -> str | None`` (the ``curobo`` backend: CUDA only, and only when
+    cuRobo imports) is skipped where that returns a reason; the next one (in the end ``newton``) checks the
+    embodiment, and one line, printed when that checker is built (once per robot and device), says which backend
+    was skipped and why.
+    """
+    device = str(device)
     robot = getattr(embodiment, "reachability_robot", None)
     ident = (id(embodiment),) if robot is None else (
         robot.urdf_path, robot.base_link, robot.tcp_link, tuple(sorted(robot.home_joint_pos.items())),
         getattr(embodiment, "curobo_config", None))
-    key = (name, ident, str(device))
-    checker = _CHECKERS.get(key)
-    if checker is None:
-        checker = _CHECKERS[key] = _BACKENDS[name].make(embodiment, str(device))
-    return checker
+    skipped = []
+    for name, backend, reason in _serving(embodiment, device):
+        if reason is not None:
+            skipped.append((name, reason))
+            continue
+        key = (name, ident, device)
+        checker = _CHECKERS.get(key)
+        if checker is None:
+            checker = _CHECKERS[key] = backend.make(embodiment, device)
+            for other, why in skipped:
+                print(f"[placement] ik_reachable: '{getattr(embodiment, 'name', embodiment)}' is checked by the "
+                      f"{name} IK backend, not {other}: {why}", flush=True)
+        return checker
+    if not skipped:
+        backend_name_for(embodiment)  # raises: no backend serves it
+    raise ValueError(f"embodiment {getattr(embodiment, 'name', embodiment)!r}: no IK backend can check it on "
+                     f"'{device}' ({'; '.join(f'{n}: {why}' for n, why in skipped)})")
