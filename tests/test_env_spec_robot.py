@@ -77,6 +77,22 @@ def test_robot_spec_written_back_loads_equal(tmp_path):
     assert from_env.embodiment == spec.embodiment and from_env.task == spec.task
 
 
+def test_success_parameters_load_and_write_back(tmp_path):
+    text = TEXT.replace("episode_length_s: 8.0", "episode_length_s: 8.0\n        success_hold_s: 1.0\n"
+                        "        success_release_distance_m: 0.08")
+    path = tmp_path / "robot.yaml"
+    path.write_text(text)
+    spec = ArenaEnvGraphSpec.from_yaml(path)
+    task = spec.to_arena_env().task
+    assert task.success_hold_s == 1.0 and task.success_release_distance_m == 0.08
+    assert task.success_speed_m_s == 0.05  # the default where none is given
+    params = spec.to_dict()["task"]["subtasks"][0]["params"]
+    assert params["success_hold_s"] == 1.0 and params["success_release_distance_m"] == 0.08
+    again = ArenaEnvGraphSpec.from_yaml(spec.to_yaml(tmp_path / "out.yaml"))
+    assert again == spec
+    assert ArenaEnvGraphSpec.from_arena_env(spec.to_arena_env()).task == spec.task
+
+
 def test_unknown_embodiment_registry_name(tmp_path):
     text = TEXT.replace("registry_name: franka_panda", "registry_name: franka_pandaa")
     err, path = _error(tmp_path, text)
@@ -111,7 +127,9 @@ def test_task_shape_errors(tmp_path):
          "unknown task kind 'StackTask'; accepted kinds: PickAndPlaceTask", "subtasks[0].kind"),
         (TEXT.replace("episode_length_s: 8.0", "episode_len_s: 8.0"), "episode_len_s",
          "unknown parameter 'episode_len_s' of PickAndPlaceTask; accepted parameters: pick_up_object, "
-         "destination_location, background_scene, episode_length_s", "subtasks[0].params.episode_len_s"),
+         "destination_location, background_scene, episode_length_s, success_hold_s", "subtasks[0].params.episode_len_s"),
+        (TEXT.replace("episode_length_s: 8.0", "episode_length_s: 8.0\n        success_hold_s: -1"),
+         "success_hold_s: -1", "success_hold_s", "subtasks[0].params.success_hold_s"),
         (TEXT.replace("episode_length_s: 8.0", "episode_length_s: -2"), "episode_length_s: -2",
          "episode_length_s must be a number > 0, got -2", "subtasks[0].params.episode_length_s"),
         (TEXT.replace("composition: atomic", "composition: sequential"), "composition: sequential",

@@ -63,7 +63,9 @@ def test_rewards_on_live_env_and_checkpoint_policy(checkpoint):
         scripted = ScriptedPickAndPlacePolicy(env)
         scripted.reset(None)
         rows, phases, succ, rewards = [], [], [], []
-        for _ in range(260):
+        # success needs the cube let go, the hand away and the cube still for success_hold_s (0.5 s), so give the
+        # policy the whole episode (8 s) and stop once both envs have succeeded
+        for _ in range(int(u.max_episode_length)):
             action = scripted.get_action(env, obs)
             phases.append(scripted.phase.clone())
             obs, rew, terminated, truncated, _ = env.step(action)
@@ -73,6 +75,8 @@ def test_rewards_on_live_env_and_checkpoint_policy(checkpoint):
             done = terminated | truncated
             if bool(done.any()):
                 scripted.reset(done.nonzero().flatten())
+            if bool(torch.stack(succ).any(dim=0).all()):
+                break
         vals, phase, succ = torch.stack(rows), torch.stack(phases), torch.stack(succ)  # (T, E, terms), (T, E)
         first_done = [int(succ[:, e].nonzero()[0]) if bool(succ[:, e].any()) else len(rows) for e in range(2)]
         assert all(t < len(rows) for t in first_done), "the scripted policy should succeed in both envs"

@@ -18,6 +18,7 @@ from isaaclab_arena.env_spec.nodes import EmbodimentNode, SpecGraph, TaskNode
 from isaaclab_arena.env_spec.parse_assets import check_mapping, key_lines_of
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
 from isaaclab_arena.env_spec.yaml_lines import line_of, start_line
+from isaaclab_arena.tasks.pick_and_place import PickAndPlaceTask
 from isaaclab_arena.utils.checks import asset_id_problem, short_repr
 
 EMBODIMENT_KEYS = ("id", "registry_name", "params")
@@ -25,7 +26,10 @@ TASK_KEYS = ("composition", "description", "subtasks")
 SUBTASK_KEYS = ("kind", "params")
 COMPOSITIONS = ("atomic",)
 #: Accepted ``params`` of each subtask kind (YAML names).
-TASK_PARAMS = {"PickAndPlaceTask": ("pick_up_object", "destination_location", "background_scene", "episode_length_s")}
+#: Parameters each task kind accepts in YAML: its asset ids, then its numbers (seconds, metres, m/s, fractions).
+TASK_PARAMS = {"PickAndPlaceTask": PickAndPlaceTask.ASSET_PARAMS + PickAndPlaceTask.SCALAR_PARAMS}
+#: Parameters given as numbers (not asset ids), per task kind.
+TASK_SCALAR_PARAMS = {"PickAndPlaceTask": PickAndPlaceTask.SCALAR_PARAMS}
 REQUIRED_TASK_PARAMS = {"PickAndPlaceTask": ("pick_up_object", "destination_location")}
 
 
@@ -130,8 +134,8 @@ def build_task(node: TaskNode, assets: dict):
     known = ", ".join(sorted(assets)) or "none"
     for key, value in node.params.items():
         where_key = f"subtasks[0].params.{key}"
-        if key == "episode_length_s":
-            kwargs[key] = value
+        if key in TASK_SCALAR_PARAMS.get(node.kind, ()):
+            kwargs[key] = value  # checked by the task's constructor (refusals name the key and line below)
             continue
         if not isinstance(value, str) or value not in assets:
             raise SpecIssue(f"{key} {short_repr(value)} is not an asset id of this spec; asset ids: "

@@ -9,9 +9,11 @@ leaves its term out):
   capped at 1; 0 below ``min_lift_m`` and, with a robot, while the TCP is farther than ``grasp_radius_m``
   from the object;
 * ``placing``: ``1 - tanh(e / placing_std_m)`` while the object is lifted, ``e`` the distance (m) from the
-  object's centre to where it would rest on the destination's top (above the destination's footprint centre);
+  object's centre to where it would rest in the destination's opening (on the opening's floor at its centre:
+  the same opening success tests, ``task_terms.DestinationOpenings``);
 * ``success``: ``1 / step_dt`` on the step the task's ``success`` termination fires (the reward manager
-  multiplies by ``step_dt``, so its weight is the reward of one success);
+  multiplies by ``step_dt``, so its weight is the reward of one success); success itself is defined once, in
+  ``task_terms.SuccessConditions`` / ``PickAndPlaceSuccess``;
 * ``action_rate`` (robot): ``sum((a_t - a_{t-1})^2)`` over the action vector;
 * ``joint_vel`` (robot): ``sum(qd^2)`` over the robot's joints, (rad/s)^2.
 
@@ -26,7 +28,8 @@ import torch
 
 from isaaclab.managers import ManagerTermBase, RewardTermCfg, SceneEntityCfg
 
-from isaaclab_arena.environments.task_terms import TaskPoses, TaskRef, _quat_to_matrix, _z_range
+from isaaclab_arena.environments.task_terms import (DestinationOpenings, TaskPoses, TaskRef, _quat_to_matrix,
+                                                   robot_tcp_cfg)
 
 #: Terms that need the robot (added only when the env has an embodiment).
 ROBOT_TERMS = ("reaching", "action_rate", "joint_vel")
@@ -40,6 +43,8 @@ class _TaskGeometry(ManagerTermBase):
         task = cfg.params["task"].task
         self.weights = task.reward_weights
         self.poses = TaskPoses(env, task, cfg.params.get("members") or {})
+        self.openings = DestinationOpenings(task.destination_location, env.num_envs, cfg.params.get("members") or {},
+                                            task.success_wall_margin_m, env.device)
         self.obj_centre_local = 0.5 * (self.poses.obj_lo + self.poses.obj_hi)
         self.obj_half_height = 0.5 * (self.poses.obj_hi - self.poses.obj_lo)[:, 2]
         self.start_z = torch.full((env.num_envs,), float("nan"), device=env.device)
@@ -73,13 +78,11 @@ class _TaskGeometry(ManagerTermBase):
         return z - self.start_z
 
     def destination_target(self) -> torch.Tensor:
-        """(num_envs, 3) where the object's centre is when it rests on the destination's top, above the centre of
-        the destination's footprint (env-local, metres)."""
-        dest = self.poses.destination_pose()
-        foot = 0.5 * (self.poses.dest_lo + self.poses.dest_hi)
-        centre = dest[:, :3] + (_quat_to_matrix(dest[:, 3:]) @ foot[..., None])[..., 0]
-        _, top = _z_range(dest, self.poses.dest_lo, self.poses.dest_hi)
-        return torch.stack([centre[:, 0], centre[:, 1], top + self.obj_half_height], dim=-1)
+        """(num_envs, 3) where the object's centre is when it rests upright at the centre of the destination's
+        opening, on the opening's floor (the top of a closed destination), env-local, metres."""
+        floor = self.openings.floor_centre(self.poses.destination_pose())
+        return floor + torch.stack([torch.zeros_like(self.obj_half_height), torch.zeros_like(self.obj_half_height),
+                                    self.obj_half_height], dim=-1)
 
 
 class ReachingReward(_TaskGeometry):
@@ -130,25 +133,6 @@ def action_rate(env) -> torch.Tensor:
 def joint_vel(env, asset_cfg: SceneEntityCfg) -> torch.Tensor:
     """(num_envs,) ``sum(qd^2)`` over the robot's joints, (rad/s)^2."""
     return torch.sum(torch.square(env.scene[asset_cfg.name].data.joint_vel.torch), dim=1)
-
-
-def robot_tcp_cfg(env_cfg, embodiment=None) -> SceneEntityCfg | None:
-    """The robot's TCP as ``SceneEntityCfg(robot key, body_names=[tcp link])``, or None without a robot.
-
-    From ``embodiment`` when given, else from the ``tcp_pose`` observation the embodiment terms add
-    (``environments/embodiment_terms.py``)."""
-    from isaaclab_arena.embodiments.embodiment import ROBOT_SCENE_KEY
-
-    if embodiment is not None:
-        return SceneEntityCfg(ROBOT_SCENE_KEY, body_names=[embodiment.description.tcp_link])
-    if getattr(env_cfg.scene, ROBOT_SCENE_KEY, None) is None:
-        return None
-    term = getattr(getattr(env_cfg.observations, "policy", None), "tcp_pose", None)
-    asset = (getattr(term, "params", None) or {}).get("asset_cfg")
-    names = getattr(asset, "body_names", None)
-    if not names:
-        return None
-    return SceneEntityCfg(ROBOT_SCENE_KEY, body_names=[names[0] if isinstance(names, (list, tuple)) else names])
 
 
 def add_task_rewards(env_cfg, task, members: dict | None = None, embodiment=None) -> list[str]:

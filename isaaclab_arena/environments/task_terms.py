@@ -2,26 +2,34 @@
 
 :func:`add_task_terms` adds to a manager-based env config
 
-* termination ``success`` (:class:`PickAndPlaceSuccess`, not a time-out): the pick-up object's box centre is
-  inside the destination's footprint (the destination's box in its own frame), the object's lowest corner is
-  between the destination's lowest corner and ``success_height_tolerance_m`` above its highest, and the object
-  moves slower than ``success_speed_m_s``; the existing ``time_out`` term ends the episode after
+* termination ``success`` (:class:`PickAndPlaceSuccess`, not a time-out): every condition of
+  :class:`SuccessConditions` (inside the destination's opening, below its rim, released, still) holds without a
+  break for the task's ``success_hold_s``; the existing ``time_out`` term ends the episode after
   ``episode_length_s``;
 * observations (group ``policy``): ``object_pose`` and ``destination_pose``, env-local x, y, z (m) and
   qx, qy, qz, qw;
 and the builder adds the task's rewards beside them (``environments/task_rewards.py``, weighted by the task's
-``reward_weights``).
+``reward_weights``; the ``success`` reward reads this termination, so success has one definition).
+
+Frames: *world* is the simulator's frame; *env-local* is world minus the env's origin (poses observed and
+written by the project); the *destination frame* is the destination's root frame, in which its bounding box
+and its opening (``tasks/destination_opening.py``) are given. Lengths in metres, speeds in m/s, times in
+seconds. Every quantity is a batched torch tensor over the envs (no loop over envs).
 
 A destination spawned as a scene entity (an object, an object set) is read from the simulator every step; one
 that spawns nothing (an object reference such as a tabletop) is at its fixed pose. Object-set members are
-measured with the box of the member each env holds.
+measured with the box and the opening of the member each env holds.
 """
 
 from __future__ import annotations
 
+import math
+import re
+
 import torch
 
-from isaaclab.managers import ManagerTermBase, ObservationGroupCfg, ObservationTermCfg, TerminationTermCfg
+from isaaclab.managers import (ManagerTermBase, ObservationGroupCfg, ObservationTermCfg, SceneEntityCfg,
+                              TerminationTermCfg)
 from isaaclab.utils import configclass
 
 
@@ -91,29 +99,230 @@ class TaskPoses:
         return self.env.scene[self.object_key].data.root_lin_vel_w.torch.norm(dim=-1)
 
 
+_OPENINGS: dict = {}
+
+
+def _opening(asset, margin: float):
+    """The asset's :class:`~isaaclab_arena.tasks.destination_opening.Opening` (computed once per asset and margin)."""
+    from isaaclab_arena.tasks.destination_opening import destination_opening
+
+    key = (id(asset), float(margin))
+    hit = _OPENINGS.get(key)
+    if hit is None or hit[0] is not asset:
+        hit = _OPENINGS[key] = (asset, destination_opening(asset, margin))
+    return hit[1]
+
+
+class DestinationOpenings:
+    """Each env's destination opening as (num_envs, ...) tensors in the destination frame, metres: ``round``
+    (bool), ``centre`` (N, 2), ``radius`` (N,; discs), ``lo`` / ``hi`` (N, 2; rectangles), ``rim`` (N,) and
+    ``floor`` (N,) heights. Object-set members: the opening of the member each env holds."""
+
+    def __init__(self, asset, num_envs: int, members: dict, wall_margin_m: float, device):
+        objects = getattr(asset, "objects", None)
+        if objects is not None and asset.name in members:
+            ops = [_opening(objects[i], wall_margin_m) for i in members[asset.name]]
+        else:
+            ops = [_opening(asset, wall_margin_m)] * num_envs
+
+        def t(values, dtype=torch.float32):
+            return torch.tensor(values, dtype=dtype, device=device)
+
+        self.openings = ops
+        self.round = t([o.round for o in ops], torch.bool)
+        self.centre, self.radius = t([o.centre_xy for o in ops]), t([o.radius_m for o in ops])
+        self.lo, self.hi = t([o.lo_xy for o in ops]), t([o.hi_xy for o in ops])
+        self.rim, self.floor = t([o.rim_z for o in ops]), t([o.floor_z for o in ops])
+
+    def contains_xy(self, xy: torch.Tensor) -> torch.Tensor:
+        """(N,) bool: points (N, 2) in the destination frame (metres) inside each env's opening."""
+        in_disc = torch.linalg.norm(xy - self.centre, dim=-1) <= self.radius
+        in_rect = ((xy >= self.lo) & (xy <= self.hi)).all(dim=-1)
+        return torch.where(self.round, in_disc, in_rect)
+
+    def floor_centre(self, dest_pose: torch.Tensor) -> torch.Tensor:
+        """(N, 3) the opening's centre at its floor height, in the frame of ``dest_pose`` (N, 7) (env-local when the
+        pose is), metres: where a placed object's bottom centre comes to rest."""
+        local = torch.cat([self.centre, self.floor[:, None]], dim=-1)
+        return dest_pose[:, :3] + (_quat_to_matrix(dest_pose[:, 3:]) @ local[..., None])[..., 0]
+
+
+def _command_for(joint: str, expr: dict) -> float:
+    if joint in expr:
+        return float(expr[joint])
+    for key, value in expr.items():
+        if re.fullmatch(key, joint):
+            return float(value)
+    raise KeyError(joint)
+
+
+def robot_tcp_cfg(env_cfg, embodiment=None) -> SceneEntityCfg | None:
+    """The robot's TCP as ``SceneEntityCfg(robot key, body_names=[tcp link])``, or None without a robot.
+
+    From ``embodiment`` when given, else from the ``tcp_pose`` observation the embodiment terms add
+    (``environments/embodiment_terms.py``)."""
+    from isaaclab_arena.embodiments.embodiment import ROBOT_SCENE_KEY
+
+    if embodiment is not None:
+        return SceneEntityCfg(ROBOT_SCENE_KEY, body_names=[embodiment.description.tcp_link])
+    if getattr(env_cfg.scene, ROBOT_SCENE_KEY, None) is None:
+        return None
+    term = getattr(getattr(env_cfg.observations, "policy", None), "tcp_pose", None)
+    asset = (getattr(term, "params", None) or {}).get("asset_cfg")
+    names = getattr(asset, "body_names", None)
+    if not names:
+        return None
+    return SceneEntityCfg(ROBOT_SCENE_KEY, body_names=[names[0] if isinstance(names, (list, tuple)) else names])
+
+
+def robot_gripper(env_cfg, embodiment=None) -> dict | None:
+    """What "released" reads of the robot, or None without a robot: ``{"asset": scene key, "tcp": TCP body,
+    "joints": gripper joints, "open": / "closed": their open and closed positions (m or rad)}``.
+
+    From ``embodiment`` when given, else from the env config: the ``gripper`` action
+    (``BinaryJointPositionActionCfg``: joints, open and close commands) and the ``tcp_pose`` observation."""
+    tcp = robot_tcp_cfg(env_cfg, embodiment)
+    if tcp is None:
+        return None
+    if embodiment is not None:
+        d = embodiment.description
+        joints = list(d.gripper_joint_names)
+        return {"asset": tcp.name, "tcp": tcp.body_names[0], "joints": joints,
+                "open": [float(d.gripper_open_pos)] * len(joints),
+                "closed": [float(d.gripper_closed_pos)] * len(joints)}
+    action = getattr(getattr(env_cfg, "actions", None), "gripper", None)
+    if action is None or not getattr(action, "joint_names", None):
+        return None
+    joints = list(action.joint_names)
+    return {"asset": tcp.name, "tcp": tcp.body_names[0], "joints": joints,
+            "open": [_command_for(j, action.open_command_expr) for j in joints],
+            "closed": [_command_for(j, action.close_command_expr) for j in joints]}
+
+
+class SuccessConditions:
+    """The success conditions of a ``PickAndPlaceTask``, each one (num_envs,) tensor read from the simulator now.
+
+    One definition of each quantity (the termination, the rewards and the tests read these):
+
+    * :meth:`object_in_destination`: the object's box centre and lowest point in the destination frame (m);
+    * :meth:`inside_opening`: that centre's (x, y) inside the destination's opening;
+    * :meth:`below_rim`: that lowest point within ``success_rim_tolerance_m`` above the rim and not more than
+      that below the opening's floor;
+    * :meth:`gripper_open_fraction`, :meth:`tcp_distance`, :meth:`released`: every gripper joint at least
+      ``success_gripper_open_fraction`` open and the TCP farther than ``success_release_distance_m`` from the
+      object's box (True without a robot);
+    * :meth:`object_speed`, :meth:`still`: linear speed (world, m/s) below ``success_speed_m_s``.
+
+    Args:
+        env: The manager-based env.
+        task: Its ``PickAndPlaceTask``.
+        members: ``{object set name: [member per env]}``.
+        gripper: :func:`robot_gripper`'s dict, or None (no robot).
+    """
+
+    def __init__(self, env, task, members: dict, gripper: dict | None):
+        self.env, self.task = env, task
+        self.poses = TaskPoses(env, task, members)
+        self.openings = DestinationOpenings(task.destination_location, env.num_envs, members,
+                                            task.success_wall_margin_m, env.device)
+        self.robot = None
+        if gripper is not None:
+            self.robot = env.scene[gripper["asset"]]
+            self.tcp_id = self.robot.find_bodies(gripper["tcp"])[0][0]
+            ids, names = self.robot.find_joints(gripper["joints"], preserve_order=True)
+            self.joint_ids = torch.tensor(ids, dtype=torch.long, device=env.device)
+            self.open_pos = torch.tensor(gripper["open"], device=env.device)
+            self.closed_pos = torch.tensor(gripper["closed"], device=env.device)
+
+    def object_in_destination(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(N, 3) object box centre and (N,) its lowest corner's height, both in the destination frame (m)."""
+        p = self.poses
+        obj, dest = p.object_pose(), p.destination_pose()
+        r_obj, r_dest_t = _quat_to_matrix(obj[:, 3:]), _quat_to_matrix(dest[:, 3:]).transpose(1, 2)
+        corners = obj[:, None, :3] + _corners(p.obj_lo, p.obj_hi) @ r_obj.transpose(1, 2)     # (N, 8, 3) env-local
+        local = (corners - dest[:, None, :3]) @ r_dest_t.transpose(1, 2)                       # destination frame
+        return local.mean(dim=1), local[..., 2].min(dim=1).values
+
+    def inside_opening(self, centre: torch.Tensor | None = None) -> torch.Tensor:
+        """(N,) bool: the object's box centre (destination frame) inside the opening's disc or rectangle."""
+        if centre is None:
+            centre = self.object_in_destination()[0]
+        return self.openings.contains_xy(centre[:, :2])
+
+    def below_rim(self, bottom: torch.Tensor | None = None) -> torch.Tensor:
+        """(N,) bool: ``floor - tol <= bottom <= rim + tol`` (destination frame, m; tol = success_rim_tolerance_m)."""
+        if bottom is None:
+            bottom = self.object_in_destination()[1]
+        tol = self.task.success_rim_tolerance_m
+        return (bottom <= self.openings.rim + tol) & (bottom >= self.openings.floor - tol)
+
+    def gripper_open_fraction(self) -> torch.Tensor:
+        """(N,) the least open gripper joint's opening, 0 closed .. 1 open (unitless; 1 without a robot)."""
+        if self.robot is None:
+            return torch.ones(self.env.num_envs, device=self.env.device)
+        q = self.robot.data.joint_pos.torch[:, self.joint_ids]
+        return ((q - self.closed_pos) / (self.open_pos - self.closed_pos)).min(dim=-1).values
+
+    def tcp_distance(self) -> torch.Tensor:
+        """(N,) distance (m) from the TCP to the object's box (0 inside it; inf without a robot)."""
+        if self.robot is None:
+            return torch.full((self.env.num_envs,), math.inf, device=self.env.device)
+        p = self.poses
+        obj = p.object_pose()
+        tcp = self.robot.data.body_link_pose_w.torch[:, self.tcp_id, :3] - self.env.scene.env_origins
+        local = (_quat_to_matrix(obj[:, 3:]).transpose(1, 2) @ (tcp - obj[:, :3])[..., None])[..., 0]
+        centre, half = 0.5 * (p.obj_lo + p.obj_hi), 0.5 * (p.obj_hi - p.obj_lo)
+        return torch.linalg.norm(torch.clamp((local - centre).abs() - half, min=0.0), dim=-1)
+
+    def released(self) -> torch.Tensor:
+        """(N,) bool: gripper open (:meth:`gripper_open_fraction` >= success_gripper_open_fraction) and the TCP
+        farther than success_release_distance_m from the object's box (True without a robot)."""
+        t = self.task
+        return (self.gripper_open_fraction() >= t.success_gripper_open_fraction) \
+            & (self.tcp_distance() > t.success_release_distance_m)
+
+    def object_speed(self) -> torch.Tensor:
+        """(N,) the object's linear speed, m/s (world frame)."""
+        return self.poses.object_speed()
+
+    def still(self) -> torch.Tensor:
+        """(N,) bool: :meth:`object_speed` below success_speed_m_s."""
+        return self.object_speed() < self.task.success_speed_m_s
+
+    def evaluate(self) -> dict[str, torch.Tensor]:
+        """``{"inside_opening", "below_rim", "released", "still", "all"}``: (N,) bool each, read now."""
+        centre, bottom = self.object_in_destination()
+        out = {"inside_opening": self.inside_opening(centre), "below_rim": self.below_rim(bottom),
+               "released": self.released(), "still": self.still()}
+        out["all"] = out["inside_opening"] & out["below_rim"] & out["released"] & out["still"]
+        return out
+
+
 class PickAndPlaceSuccess(ManagerTermBase):
-    """Termination term: (num_envs,) bool, True where the object rests on or in the destination (see the module
-    docstring). Params: ``task`` (a ``PickAndPlaceTask``) and ``members`` (``{set name: [member per env]}``)."""
+    """Termination term: (num_envs,) bool, True where every :class:`SuccessConditions` condition has held for
+    ``success_hold_s`` without a break.
+
+    The hold is counted per env in env steps: ``held_steps`` grows by one on every call (one per env step) where
+    all conditions hold and drops to 0 where one fails, and on the env's reset; success is
+    ``held_steps >= required_steps = max(1, ceil(success_hold_s / step_dt))`` (step_dt in seconds). ``conditions``
+    keeps the last call's :meth:`SuccessConditions.evaluate` (diagnostics, tests). Params: ``task`` (a
+    ``TaskRef``), ``members`` (``{set name: [member per env]}``), ``gripper`` (:func:`robot_gripper` or None)."""
 
     def __init__(self, cfg, env):
         super().__init__(cfg, env)
         task = cfg.params["task"].task
-        self.poses = TaskPoses(env, task, cfg.params.get("members") or {})
-        self.height_tol = task.success_height_tolerance_m
-        self.speed = task.success_speed_m_s
+        self.success = SuccessConditions(env, task, cfg.params.get("members") or {}, cfg.params.get("gripper"))
+        self.required_steps = max(1, math.ceil(task.success_hold_s / env.step_dt - 1e-9))
+        self.held_steps = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
+        self.conditions: dict[str, torch.Tensor] = {}
 
-    def __call__(self, env, task, members=None) -> torch.Tensor:
-        p = self.poses
-        obj, dest = p.object_pose(), p.destination_pose()
-        centre_local = 0.5 * (p.obj_lo + p.obj_hi)
-        centre = obj[:, :3] + (_quat_to_matrix(obj[:, 3:]) @ centre_local[..., None])[..., 0]
-        in_dest = (_quat_to_matrix(dest[:, 3:]).transpose(1, 2) @ (centre - dest[:, :3])[..., None])[..., 0]
-        inside = ((in_dest[:, :2] >= p.dest_lo[:, :2]) & (in_dest[:, :2] <= p.dest_hi[:, :2])).all(dim=-1)
-        bottom, _ = _z_range(obj, p.obj_lo, p.obj_hi)
-        dest_bottom, dest_top = _z_range(dest, p.dest_lo, p.dest_hi)
-        height_ok = (bottom >= dest_bottom - self.height_tol) & (bottom <= dest_top + self.height_tol)
-        return inside & height_ok & (p.object_speed() < self.speed)
+    def reset(self, env_ids=None) -> None:
+        self.held_steps[slice(None) if env_ids is None else env_ids] = 0
 
+    def __call__(self, env, task, members=None, gripper=None) -> torch.Tensor:
+        self.conditions = self.success.evaluate()
+        self.held_steps = torch.where(self.conditions["all"], self.held_steps + 1, torch.zeros_like(self.held_steps))
+        return self.held_steps >= self.required_steps
 
 class TaskRef:
     """A term parameter carrying the task by reference (Isaac Lab copies term configs deeply)."""
@@ -152,12 +361,14 @@ class TaskObservationsCfg:
     policy: ObservationGroupCfg = ObservationGroupCfg()
 
 
-def add_task_terms(env_cfg, task, members: dict | None = None) -> None:
+def add_task_terms(env_cfg, task, members: dict | None = None, embodiment=None) -> None:
     """Adds the ``success`` termination and the ``object_pose`` / ``destination_pose`` observations of ``task``
     (a ``PickAndPlaceTask``) to a manager-based env config (the builder sets ``episode_length_s`` and adds the
-    reward terms with ``task_rewards.add_task_rewards``)."""
+    reward terms with ``task_rewards.add_task_rewards``). The robot's gripper and TCP come from ``embodiment``,
+    else from the embodiment terms already in ``env_cfg`` (:func:`robot_gripper`); add those first."""
     params = {"task": TaskRef(task), "members": dict(members or {})}
-    env_cfg.terminations.success = TerminationTermCfg(func=PickAndPlaceSuccess, params=params, time_out=False)
+    env_cfg.terminations.success = TerminationTermCfg(
+        func=PickAndPlaceSuccess, params={**params, "gripper": robot_gripper(env_cfg, embodiment)}, time_out=False)
     group = getattr(env_cfg.observations, "policy", None)
     if group is None:
         env_cfg.observations = TaskObservationsCfg(policy=ObservationGroupCfg(concatenate_terms=True,

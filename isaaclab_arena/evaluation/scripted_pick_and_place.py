@@ -3,8 +3,13 @@
 Per env (batched torch, no loop over envs) a state machine drives the tool frame (TCP), top-down:
 
 ``approach`` 12 cm above the object -> ``descend`` to its centre -> ``grasp`` (close, wait) -> ``lift`` 15 cm ->
-``carry`` the object over the destination -> ``lower`` it to 1.5 cm above the destination's top -> ``release``
-(open, wait) -> ``retreat`` 10 cm up and hold.
+``carry`` the object over the centre of the destination's opening -> ``lower`` it until its bottom is
+``release_height_m`` above the opening's floor (the top of a closed destination) -> ``release`` (open, wait) ->
+``retreat`` ``retreat_m`` straight up and hold there, gripper open.
+
+The task's success needs the object released (gripper open, the TCP away from it) and still for a hold time
+(``environments/task_terms.py``), so the retreat is what lets an episode succeed: it takes the TCP farther from
+the object than the task's ``success_release_distance_m``.
 
 Targets come from the simulator (the policy is privileged: it reads the object's and the destination's poses
 like the task's observations do). Each step's action is a TCP displacement in the robot base frame toward the
@@ -22,7 +27,7 @@ import torch
 from isaaclab.utils.math import axis_angle_from_quat, quat_apply_inverse, quat_conjugate, quat_from_euler_xyz, quat_mul
 
 from isaaclab_arena.embodiments.embodiment import ROBOT_SCENE_KEY
-from isaaclab_arena.environments.task_terms import TaskPoses, _z_range
+from isaaclab_arena.environments.task_terms import DestinationOpenings, TaskPoses
 
 PHASES = ("approach", "descend", "grasp", "lift", "carry", "lower", "release", "retreat")
 (APPROACH, DESCEND, GRASP, LIFT, CARRY, LOWER, RELEASE, RETREAT) = range(len(PHASES))
@@ -43,10 +48,14 @@ class ScriptedPickAndPlacePolicy:
         tcp_link: The robot's tool-frame body.
         position_gain: TCP displacement commanded per metre of error (the drives lag; > 1 speeds them up).
         max_step_m: Largest commanded displacement per axis per step, metres.
+        release_height_m: Height of the object's bottom above the opening's floor when it is let go, metres.
+        retreat_m: How far the TCP rises after the release, metres (more than the task's
+            ``success_release_distance_m`` plus the object's half height).
     """
 
     def __init__(self, env, task=None, members: dict | None = None, tcp_link: str | None = None,
-                 position_gain: float = 4.0, max_step_m: float = 0.08):
+                 position_gain: float = 4.0, max_step_m: float = 0.08, release_height_m: float = 0.015,
+                 retreat_m: float = 0.10):
         from isaaclab_arena.evaluation.policy import EnvInfo, PolicyError
 
         if isinstance(env, EnvInfo):
@@ -74,7 +83,10 @@ class ScriptedPickAndPlacePolicy:
         self.robot = u.scene[ROBOT_SCENE_KEY]
         self.tcp_id = self.robot.find_bodies(tcp_link)[0][0]
         self.poses = TaskPoses(u, task, members or {})
+        self.openings = DestinationOpenings(task.destination_location, u.num_envs, members or {},
+                                            task.success_wall_margin_m, u.device)
         self.gain, self.max_step = float(position_gain), float(max_step_m)
+        self.release_height, self.retreat = float(release_height_m), float(retreat_m)
         n, dev = u.num_envs, u.device
         self.phase = torch.zeros(n, dtype=torch.long, device=dev)
         self.timer = torch.zeros(n, dtype=torch.long, device=dev)
@@ -104,9 +116,10 @@ class ScriptedPickAndPlacePolicy:
     def _targets(self, tcp, obj, centre, dest) -> tuple[torch.Tensor, torch.Tensor]:
         """(num_envs, 3) TCP target and (num_envs,) gripper command of every env's phase."""
         p = self.phase
-        _, dest_top = _z_range(dest, self.poses.dest_lo, self.poses.dest_hi)
-        over = torch.stack([dest[:, 0], dest[:, 1], dest_top + self.half_height + 0.10], -1)
-        down = torch.stack([dest[:, 0], dest[:, 1], dest_top + self.half_height + 0.015], -1)
+        floor = self.openings.floor_centre(dest)  # env-local centre of the opening at its floor
+        zero = torch.zeros_like(self.half_height)
+        over = floor + torch.stack([zero, zero, self.half_height + 0.10], -1)
+        down = floor + torch.stack([zero, zero, self.half_height + self.release_height], -1)
         up = torch.tensor([0.0, 0.0, 0.12], device=tcp.device)
         target = centre + up
         target = torch.where((p == DESCEND)[:, None] | (p == GRASP)[:, None], centre, target)
@@ -129,7 +142,7 @@ class ScriptedPickAndPlacePolicy:
         carry = go & (p == LIFT)
         self.hold[carry] = tcp[carry, :3] - centre[carry]
         retreat = go & (p == RELEASE)
-        self.anchor[retreat] = tcp[retreat, :3] + torch.tensor([0.0, 0.0, 0.10], device=tcp.device)
+        self.anchor[retreat] = tcp[retreat, :3] + torch.tensor([0.0, 0.0, self.retreat], device=tcp.device)
         self.phase = torch.clamp(p + go.long(), max=RETREAT)
         self.timer = torch.where(go, torch.zeros_like(t), t)
 

@@ -1,12 +1,24 @@
 """``PickAndPlaceTask``: pick an object up and put it on or in a destination.
 
-Success is measured from the simulator at every env step (``environments/task_terms.py``): the object's
-centre lies inside the destination's footprint (its box turned by the destination's yaw), its bottom is
-between the destination's bottom and ``success_height_tolerance_m`` above its top, and it moves slower than
-``success_speed_m_s``. The episode ends with success, or with a time-out after ``episode_length_s``. The
-object's and the destination's env-local poses are observations. The pick-up object gets a
-``RequiresReachability`` marker when the task is made (unless it has one), so ``ik_reachable`` keeps only
-layouts where the robot can reach it. Lengths in metres, speeds in m/s, times in seconds.
+Success is measured from the simulator at every env step (``environments/task_terms.py``, one definition of each
+quantity, batched over envs). The episode ends with success when, continuously for ``success_hold_s``:
+
+* **inside the opening**: the object's box centre, in the destination's frame, lies inside the destination's
+  opening (``tasks/destination_opening.py``): a disc for round destinations (radius from the inner wall of an
+  open container such as a hollow bowl, else the outer radius less ``success_wall_margin_m``), the inner
+  rectangle of a box or bin (its walls measured on the mesh, else its bounding box less the wall margin);
+* **below the rim**: the object's lowest point, in the destination's frame, is at most
+  ``success_rim_tolerance_m`` above the rim (the top of the destination) and at most that much below the
+  opening's floor (the inner floor of an open container, the top of a closed one);
+* **released**: (with a robot) every gripper joint is open to at least ``success_gripper_open_fraction`` of its
+  closed-to-open travel, and the tool frame (TCP) is farther than ``success_release_distance_m`` from the
+  object's box (no finger can touch it); without a robot nothing can hold the object, so it counts as released;
+* **still**: the object's linear speed is below ``success_speed_m_s``.
+
+Otherwise it ends with a time-out after ``episode_length_s``. The object's and the destination's env-local poses
+are observations. The pick-up object gets a ``RequiresReachability`` marker when the task is made (unless it has
+one), so ``ik_reachable`` keeps only layouts where the robot can reach it. Lengths in metres, speeds in m/s,
+times in seconds.
 
 Rewards (for reinforcement learning; ``environments/task_rewards.py``) are weighted by
 :class:`PickAndPlaceRewardWeights`, the task's ``reward_weights``. They do not change success, time-out or the
@@ -29,12 +41,27 @@ def _asset(value, owner: str, field: str):
     return value
 
 
-def _positive(value, owner: str, field: str, optional: bool = False) -> float | None:
+def _positive(value, owner: str, field: str, optional: bool = False, zero_ok: bool = False,
+              at_most: float | None = None) -> float | None:
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{owner}: {field} must be a number > 0, got {value!r}")
+    bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+        or value < 0 or (value == 0 and not zero_ok) or (at_most is not None and value > at_most)
+    if bad:
+        rng = (">= 0" if zero_ok else "> 0") + (f" and <= {at_most:g}" if at_most is not None else "")
+        raise ValueError(f"{owner}: {field} must be a number {rng}, got {value!r}")
     return float(value)
+
+
+#: Success parameters of :class:`PickAndPlaceTask` and their defaults (seconds, metres, m/s, a fraction).
+SUCCESS_DEFAULTS = {
+    "success_hold_s": 0.5,
+    "success_speed_m_s": 0.05,
+    "success_rim_tolerance_m": 0.005,
+    "success_wall_margin_m": 0.005,
+    "success_gripper_open_fraction": 0.9,
+    "success_release_distance_m": 0.05,
+}
 
 
 @dataclass(frozen=True)
@@ -105,16 +132,34 @@ class PickAndPlaceTask:
         background_scene: The background the task happens in (informational; YAML ``background_scene``).
         episode_length_s: Time-out, seconds (None: the env builder's ``episode_length_s``).
         description: Free text (YAML ``task.description``).
-        success_height_tolerance_m: How far above the destination's top the object's bottom may rest, metres.
-        success_speed_m_s: Largest object speed that counts as resting, m/s.
+        success_hold_s: How long every success condition must hold without a break, seconds (>= 0; 0: one env
+            step). Counted per env in env steps (``n * step_dt >= success_hold_s``), from 0 at every reset.
+        success_speed_m_s: The object is still below this linear speed, m/s (> 0).
+        success_rim_tolerance_m: How far the object's lowest point may be above the rim, or below the opening's
+            floor, metres (> 0): contact offsets and a solid destination's top, not a held object.
+        success_wall_margin_m: Wall thickness assumed where it cannot be measured (a closed top, no mesh): the
+            opening is the footprint shrunk by this much on every side, metres (>= 0).
+        success_gripper_open_fraction: Released needs every gripper joint at least this fraction of the way from
+            closed to open (0 < f <= 1; the Franka holding a 4 cm cube is at 0.5).
+        success_release_distance_m: Released needs the tool frame (TCP) farther than this from the object's box,
+            metres (> 0; more than the open fingers reach from the TCP: about 0.05 m for the Franka).
         reward_weights: Weights and distance scales (metres) of the reward terms (:class:`PickAndPlaceRewardWeights`;
             default: its defaults). Rewards affect training only, never success or time-out.
     """
 
     yaml_kind = "PickAndPlaceTask"
+    #: Parameters that name assets of the environment (YAML: asset ids).
+    ASSET_PARAMS = ("pick_up_object", "destination_location", "background_scene")
+    #: Parameters given as numbers (YAML: scalars; seconds, metres, m/s, a fraction).
+    SCALAR_PARAMS = ("episode_length_s", *SUCCESS_DEFAULTS)
 
     def __init__(self, pick_up_object, destination_location, background_scene=None, episode_length_s: float | None = None,
-                 description: str = "", success_height_tolerance_m: float = 0.02, success_speed_m_s: float = 0.05,
+                 description: str = "", success_hold_s: float = SUCCESS_DEFAULTS["success_hold_s"],
+                 success_speed_m_s: float = SUCCESS_DEFAULTS["success_speed_m_s"],
+                 success_rim_tolerance_m: float = SUCCESS_DEFAULTS["success_rim_tolerance_m"],
+                 success_wall_margin_m: float = SUCCESS_DEFAULTS["success_wall_margin_m"],
+                 success_gripper_open_fraction: float = SUCCESS_DEFAULTS["success_gripper_open_fraction"],
+                 success_release_distance_m: float = SUCCESS_DEFAULTS["success_release_distance_m"],
                  reward_weights: PickAndPlaceRewardWeights | None = None):
         owner = "PickAndPlaceTask"
         self.pick_up_object = _asset(pick_up_object, owner, "pick_up_object")
@@ -131,8 +176,13 @@ class PickAndPlaceTask:
         if not isinstance(description, str):
             raise TypeError(f"{owner}: description must be a string, got {description!r}")
         self.description = description
-        self.success_height_tolerance_m = _positive(success_height_tolerance_m, owner, "success_height_tolerance_m")
+        self.success_hold_s = _positive(success_hold_s, owner, "success_hold_s", zero_ok=True)
         self.success_speed_m_s = _positive(success_speed_m_s, owner, "success_speed_m_s")
+        self.success_rim_tolerance_m = _positive(success_rim_tolerance_m, owner, "success_rim_tolerance_m")
+        self.success_wall_margin_m = _positive(success_wall_margin_m, owner, "success_wall_margin_m", zero_ok=True)
+        self.success_gripper_open_fraction = _positive(success_gripper_open_fraction, owner,
+                                                       "success_gripper_open_fraction", at_most=1.0)
+        self.success_release_distance_m = _positive(success_release_distance_m, owner, "success_release_distance_m")
         if reward_weights is None:
             reward_weights = PickAndPlaceRewardWeights()
         if not isinstance(reward_weights, PickAndPlaceRewardWeights):
@@ -149,13 +199,19 @@ class PickAndPlaceTask:
         names = [self.pick_up_object.name, self.destination_location.name]
         return names + ([self.background_scene.name] if self.background_scene is not None else [])
 
+    def success_params(self) -> dict[str, float]:
+        """``{name: value}`` of every success parameter (seconds, metres, m/s, a fraction)."""
+        return {name: getattr(self, name) for name in SUCCESS_DEFAULTS}
+
     def params(self) -> dict:
-        """YAML ``params`` of the task (asset names, seconds)."""
+        """YAML ``params`` of the task: asset names, ``episode_length_s`` (seconds) and the success parameters that
+        differ from their defaults (:data:`SUCCESS_DEFAULTS`)."""
         out = {"pick_up_object": self.pick_up_object.name, "destination_location": self.destination_location.name}
         if self.background_scene is not None:
             out["background_scene"] = self.background_scene.name
         if self.episode_length_s is not None:
             out["episode_length_s"] = self.episode_length_s
+        out.update({k: v for k, v in self.success_params().items() if v != SUCCESS_DEFAULTS[k]})
         return out
 
     def __repr__(self) -> str:
