@@ -194,6 +194,8 @@ class ArenaEnvBuilder:
         self.cfg = cfg
         self.placer = None
         self.pose_source = None
+        #: The queue of recorded layouts when the env replays a file (its physical properties go with them).
+        self.replay_source = None
         self.member_indices: dict[str, list[int]] = {}
         self.env = None
         self.env_cfg = None
@@ -308,7 +310,7 @@ class ArenaEnvBuilder:
             from isaaclab_arena.environments.replay_source import ReplayPoseSource
 
             self._assign_members(self.placer_params.placement_seed)
-            dynamic = ReplayPoseSource(layouts, self.cfg.num_envs)
+            dynamic = self.replay_source = ReplayPoseSource(layouts, self.cfg.num_envs)
             covered = set(dynamic.object_names)
         else:
             names, keys = self.placed_names_and_keys()
@@ -408,7 +410,7 @@ class ArenaEnvBuilder:
         from isaaclab_arena.environments.property_draws import add_property_terms
 
         self.property_term_names = add_property_terms(cfg, self._rigid_assets(), self.property_seed,
-                                                      env_keys=self.cfg.global_env_ids)
+                                                      env_keys=self.cfg.global_env_ids, replay=self.replay_source)
         if self.arena_env.env_cfg_overrides:  # YAML env_cfg_override: applied last, so it wins
             from isaaclab_arena.environments.env_cfg_override import apply_env_cfg_overrides
 

@@ -9,8 +9,9 @@ hands them out at random. Here each env's k-th reset draws from a hash of (seed,
 (OV PhysX: the ``RIGID_BODY_SHAPE_FRICTION_AND_RESTITUTION`` binding; ``set_masses_index`` /
 ``set_inertias_index``). :func:`isaaclab_property_terms` builds the stock terms instead, for comparison.
 
-Replay: :meth:`ArenaPhysicalPropertyTerm.set_override` makes the next reset of given envs apply given values
-(recorded layouts) instead of drawing.
+Replay: an env replaying recorded layouts (``ReplayPoseSource``) takes the values recorded with the layout it
+was just reset into (the placement term runs first in the same reset); fields a record lacks are drawn.
+:meth:`ArenaPhysicalPropertyTerm.set_override` makes the next reset of given envs apply given values.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from isaaclab_arena.assets.physical_properties import (
     draw_physical_properties,
     physical_property_ranges_of,
 )
-from isaaclab_arena.environments.reset_events import env_ids_to_tensor
+from isaaclab_arena.environments.reset_events import PoseSourceRef, env_ids_to_tensor
 
 logger = logging.getLogger(__name__)
 
@@ -84,11 +85,14 @@ class ArenaPhysicalPropertyTerm(ManagerTermBase):
             self._overrides[int(e)] = dict(v)
 
     # ---- the term --------------------------------------------------------------------------------------------
-    def __call__(self, env, env_ids, asset_name: str, ranges: dict, seed: int, env_keys=None):
+    def __call__(self, env, env_ids, asset_name: str, ranges: dict, seed: int, env_keys=None, replay=None):
         ids = env_ids_to_tensor(env_ids, env.scene.num_envs, "cpu")
         if ids.numel() == 0:
             return
         drawn = draw_physical_properties(self.ranges, seed, self.asset_name, self.env_keys[ids], self.reset_counts[ids])
+        recorded = replay.source.recorded_properties(self.asset_name, ids) if replay is not None else None
+        if recorded is not None:  # the layout each env was just reset into carries its recorded values
+            self.set_override(ids, recorded)
         if self._overrides:
             for row, e in enumerate(ids.tolist()):
                 rec = self._overrides.pop(e, None)
@@ -127,22 +131,26 @@ class ArenaPhysicalPropertyTerm(ManagerTermBase):
         self.asset.set_inertias_index(inertias=inertia.contiguous(), env_ids=dids)
 
 
-def property_term_cfg(asset_name: str, ranges: PhysicalPropertyRanges, seed: int, env_keys=None) -> EventTermCfg:
-    """The reset term config of one asset (``EventTermCfg(mode="reset")``)."""
+def property_term_cfg(asset_name: str, ranges: PhysicalPropertyRanges, seed: int, env_keys=None,
+                      replay=None) -> EventTermCfg:
+    """The reset term config of one asset (``EventTermCfg(mode="reset")``); ``replay``: the env's
+    ``ReplayPoseSource`` when it replays recorded layouts (their recorded values win over draws)."""
     return EventTermCfg(func=ArenaPhysicalPropertyTerm, mode="reset",
                         params={"asset_name": asset_name, "ranges": ranges.to_dict(), "seed": int(seed),
-                                "env_keys": None if env_keys is None else tuple(int(k) for k in env_keys)})
+                                "env_keys": None if env_keys is None else tuple(int(k) for k in env_keys),
+                                "replay": None if replay is None else PoseSourceRef(replay)})
 
 
-def add_property_terms(cfg, assets, seed: int, env_keys=None) -> list[str]:
-    """Adds one reset term per asset with ranges (after the placement term); returns the term names."""
+def add_property_terms(cfg, assets, seed: int, env_keys=None, replay=None) -> list[str]:
+    """Adds one reset term per asset with ranges (after the placement term); returns the term names.
+    ``replay``: the ``ReplayPoseSource`` of an env replaying recorded layouts, else None."""
     names = []
     for asset in assets:
         ranges = physical_property_ranges_of(asset)
         if ranges is None or not ranges.drawn_fields:
             continue
         name = TERM_PREFIX + asset.name
-        setattr(cfg.events, name, property_term_cfg(asset.name, ranges, seed, env_keys))
+        setattr(cfg.events, name, property_term_cfg(asset.name, ranges, seed, env_keys, replay))
         names.append(name)
     return names
 

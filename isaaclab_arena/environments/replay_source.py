@@ -34,6 +34,16 @@ class ReplayPoseSource:
         self.slot_position[env_ids.cpu()] = torch.arange(start, start + ids.numel(), dtype=torch.long)
         return self.layouts.root_poses(ids).to(env_ids.device)
 
+    def recorded_properties(self, asset_name: str, env_ids: torch.Tensor) -> list[dict[str, float]] | None:
+        """The physical properties recorded with the layout each env in ``env_ids`` took at its last reset
+        (``{field: value}`` per env, ``{}`` where that layout has none for ``asset_name``); None when the file
+        records none for ``asset_name`` at all. The property reset term applies them instead of drawing."""
+        records = self.layouts.physical_properties
+        if not any(asset_name in r for r in records):
+            return None
+        slots = self.slot_position[torch.as_tensor(env_ids).cpu()] % len(self.layouts)
+        return [dict(records[int(k)].get(asset_name, {})) for k in slots.tolist()]
+
     def peek(self, env_ids: torch.Tensor) -> torch.Tensor:
         n = int(torch.as_tensor(env_ids).numel())
         ids = (torch.arange(n) + self.queue.cursor) % self.queue.num_layouts

@@ -339,7 +339,21 @@ class SettledPlacementCollector:
         keys = self.scene.recorded_keys
         stacked = torch.stack([final[k] for k in keys], dim=1)[:n]
         return PlacementLayouts(tuple(keys), stacked[:, :, :3].contiguous(), _unit(stacked[:, :, 3:]),
-                                sources=[SETTLED_SOURCE] * n, validation=blocks[:n])
+                                sources=[SETTLED_SOURCE] * n, validation=blocks[:n],
+                                physical_properties=self._drawn_properties(blocks[:n]))
+
+    def _drawn_properties(self, blocks: list[dict]) -> list[dict]:
+        """The physical properties drawn for each accepted layout's env at this batch's reset
+        (``{asset: {field: value}}``; empty when the scene draws none)."""
+        from isaaclab_arena.environments.property_draws import drawn_values
+
+        drawn = drawn_values(self.env)
+        if not drawn:
+            return []
+        local = {g: i for i, g in enumerate(self.global_env_ids)}  # sampling names the global env id
+        rows = [local[int(b["sampling"]["env_id"])] for b in blocks]
+        return [{asset: {f: values[e] for f, values in fields.items()} for asset, fields in drawn.items()}
+                for e in rows]
 
 
 def _unit(q: torch.Tensor) -> torch.Tensor:

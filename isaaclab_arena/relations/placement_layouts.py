@@ -18,6 +18,9 @@ File format (one episode per nonblank line, UTF-8 JSON)::
 - Every nonblank line holds the placement block with the same object set as the first line (the key
   order of the first line is the object order). ``source`` (a label such as ``"solver"`` or ``"settled"``)
   and ``validation`` are optional on read; any other episode field is ignored.
+- ``variations["scene.physical_properties"]`` (optional): ``{asset name: {field: value}}`` of the physical
+  properties drawn for that layout's env (``static_friction``, ``dynamic_friction``, ``restitution``,
+  ``mass_kg`` or ``mass_scale``; ``docs/RANDOMISATION.md``); a replay applies them to the env that takes the layout.
 - ``validation`` (see ``validation_block``): ``pre_physics`` {"passed", "checks": {check: bool},
   "required_checks"}, ``post_physics`` {"passed": true/false, or null plus "reason", "checks": {check:
   {"passed", "reason", "settings"}}}, ``sampling`` {"num_steps", "decimation", "physics_dt_s",
@@ -46,6 +49,10 @@ from isaaclab_arena.utils.atomic_files import commit, fsync_dir, temp_beside
 
 #: Episode variation that holds the placement block.
 PLACEMENT_VARIATION_KEY = "scene.relation_placement"
+#: Episode variation that holds the physical properties drawn for the layout's env (optional).
+PROPERTIES_VARIATION_KEY = "scene.physical_properties"
+#: Fields a physical-properties record may hold (``PhysicalPropertyRanges``' drawn fields).
+PROPERTY_FIELDS = ("static_friction", "dynamic_friction", "restitution", "mass_kg", "mass_scale")
 #: Accepted deviation of a quaternion's norm from 1.
 UNIT_QUATERNION_TOLERANCE = 1e-4
 
@@ -73,6 +80,8 @@ class PlacementLayouts:
             an empty dict when there is none.
         origin: Where the layouts came from (file path), for error messages.
         line_numbers: The 1-based file line of each layout (None for layouts built in memory).
+        physical_properties: One ``{asset name: {field: value}}`` per layout, the physical properties drawn for
+            the env it was recorded in (an empty dict when none were drawn).
     """
 
     object_names: tuple[str, ...]
@@ -82,6 +91,7 @@ class PlacementLayouts:
     validation: list[dict[str, Any]] = field(default_factory=list)
     origin: str | None = None
     line_numbers: list[int] | None = None
+    physical_properties: list[dict[str, dict[str, float]]] = field(default_factory=list)
 
     def __post_init__(self):
         names = tuple(self.object_names)
@@ -126,6 +136,11 @@ class PlacementLayouts:
         if len(self.sources) != n or len(self.validation) != n:
             raise PlacementLayoutsError(f"{_where(self.origin, None)}: {n} layouts but {len(self.sources)} sources and "
                                         f"{len(self.validation)} validation blocks")
+        self.physical_properties = ([_property_record(r, self.origin, None) for r in self.physical_properties]
+                                    if self.physical_properties else [{} for _ in range(n)])
+        if len(self.physical_properties) != n:
+            raise PlacementLayoutsError(f"{_where(self.origin, None)}: {n} layouts but "
+                                        f"{len(self.physical_properties)} physical-property records")
         if self.line_numbers is not None and len(self.line_numbers) != n:
             raise PlacementLayoutsError(f"{_where(self.origin, None)}: {n} layouts but {len(self.line_numbers)} line numbers")
         self.check_values()
@@ -185,7 +200,8 @@ class PlacementLayouts:
     def to(self, device: torch.device | str) -> "PlacementLayouts":
         return PlacementLayouts(self.object_names, self.positions.to(device), self.rotations.to(device),
                                 list(self.sources), [dict(v) for v in self.validation], self.origin,
-                                None if self.line_numbers is None else list(self.line_numbers))
+                                None if self.line_numbers is None else list(self.line_numbers),
+                                list(self.physical_properties))
 
     def select(self, layout_ids: Sequence[int] | torch.Tensor) -> "PlacementLayouts":
         """A new ``PlacementLayouts`` of the given layouts, in that order."""
@@ -194,7 +210,8 @@ class PlacementLayouts:
         return PlacementLayouts(self.object_names, self.positions.index_select(0, ids),
                                 self.rotations.index_select(0, ids), [self.sources[i] for i in lst],
                                 [dict(self.validation[i]) for i in lst], self.origin,
-                                None if self.line_numbers is None else [self.line_numbers[i] for i in lst])
+                                None if self.line_numbers is None else [self.line_numbers[i] for i in lst],
+                                [self.physical_properties[i] for i in lst])
 
     @staticmethod
     def concatenate(parts: Sequence["PlacementLayouts"]) -> "PlacementLayouts":
@@ -202,7 +219,7 @@ class PlacementLayouts:
         if not parts:
             raise PlacementLayoutsError("PlacementLayouts.concatenate: nothing to concatenate")
         names = parts[0].object_names
-        pos, rot, src, val = [], [], [], []
+        pos, rot, src, val, props = [], [], [], [], []
         for part in parts:
             if set(part.object_names) != set(names):
                 raise PlacementLayoutsError(f"PlacementLayouts.concatenate: object sets differ: {list(names)} vs "
@@ -212,7 +229,8 @@ class PlacementLayouts:
             rot.append(part.rotations.index_select(1, order).to(parts[0].device))
             src += part.sources
             val += part.validation
-        return PlacementLayouts(names, torch.cat(pos), torch.cat(rot), src, val)
+            props += part.physical_properties
+        return PlacementLayouts(names, torch.cat(pos), torch.cat(rot), src, val, physical_properties=props)
 
     # -- JSONL -------------------------------------------------------------------------------------
     @classmethod
@@ -245,6 +263,7 @@ class PlacementLayouts:
         rotations: list[list[list[float]]] = []
         sources: list[str | None] = []
         validation: list[dict] = []
+        properties: list[dict] = []
         lines: list[int] = []
         with open(path, "r", encoding="utf-8") as fh:
             for lineno, text in enumerate(fh, start=1):
@@ -285,13 +304,16 @@ class PlacementLayouts:
                     raise PlacementLayoutsError(f"{path}:{lineno}: 'validation' must be an object with pre_physics / "
                                                 f"post_physics / sampling entries, got {type(val).__name__}")
                 validation.append(plain_floats(val))
+                variations = episode.get("variations")
+                properties.append(_property_record(variations.get(PROPERTIES_VARIATION_KEY) or {}, path, lineno))
                 lines.append(lineno)
         if names is None:
             raise PlacementLayoutsError(f"{path}: no layouts: the file has no nonblank lines; each line must hold "
                                         f"variations['{PLACEMENT_VARIATION_KEY}']['poses']")
         pos = torch.tensor(positions, dtype=torch.float32, device=device)
         rot = torch.tensor(rotations, dtype=torch.float32, device=device)
-        return cls(tuple(names), pos, rot, sources, validation, origin=path, line_numbers=lines)
+        return cls(tuple(names), pos, rot, sources, validation, origin=path, line_numbers=lines,
+                   physical_properties=properties)
 
     def episode_records(self, source: str | Sequence[str | None] | None = None) -> Iterator[dict[str, Any]]:
         """One episode dict per layout (the JSONL line before encoding)."""
@@ -303,6 +325,8 @@ class PlacementLayouts:
                      for j, name in enumerate(self.object_names)}
             record: dict[str, Any] = {"source": sources[i],
                                       "variations": {PLACEMENT_VARIATION_KEY: {"poses": poses}}}
+            if self.physical_properties[i]:
+                record["variations"][PROPERTIES_VARIATION_KEY] = self.physical_properties[i]
             if self.validation[i]:
                 record["validation"] = self.validation[i]
             yield record
@@ -403,6 +427,30 @@ def _parse_line(text: str, path: str, lineno: int) -> dict:
         raise PlacementLayoutsError(f"{path}:{lineno}: expected a JSON object (an episode), got "
                                     f"{type(episode).__name__}")
     return episode
+
+
+def _property_record(record, path: str | None, lineno: int | None) -> dict[str, dict[str, float]]:
+    """A checked ``{asset name: {field: value}}`` physical-properties record (values finite numbers)."""
+    where = _where(path, lineno)
+    if not isinstance(record, dict):
+        raise PlacementLayoutsError(f"{where}: variations[\"{PROPERTIES_VARIATION_KEY}\"] must be an object "
+                                    f"{{asset name: {{field: value}}}}, got {type(record).__name__}")
+    out = {}
+    for asset, values in record.items():
+        if not isinstance(asset, str) or not isinstance(values, dict):
+            raise PlacementLayoutsError(f"{where}: physical properties of {asset!r} must be an object "
+                                        f"{{field: value}} with fields {', '.join(PROPERTY_FIELDS)}")
+        row = {}
+        for name, value in values.items():
+            if name not in PROPERTY_FIELDS:
+                raise PlacementLayoutsError(f"{where}: physical property '{name}' of '{asset}' is not one of "
+                                            f"{', '.join(PROPERTY_FIELDS)}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise PlacementLayoutsError(f"{where}: physical property '{name}' of '{asset}' must be a finite "
+                                            f"number, got {value!r}")
+            row[name] = float(value)
+        out[asset] = row
+    return out
 
 
 def _placement_block(episode: dict, path: str, lineno: int) -> dict:
