@@ -46,3 +46,22 @@ def refusal(out: subprocess.CompletedProcess) -> str:
 def summary(folder) -> dict:
     with open(os.path.join(folder, "run_summary.json")) as f:
         return json.load(f)
+
+
+def without_recording_block(spec_path: str, folder) -> str:
+    """A copy of ``spec_path`` in ``folder`` without its top-level ``recording:`` block (the spec's own recorder
+    settings), for tests of what the recorder does without them."""
+    out, skipping = [], False
+    with open(spec_path) as f:
+        for line in f:
+            if line.startswith("recording:"):
+                skipping = True
+                continue
+            if skipping and (line.startswith((" ", "\t")) or not line.strip()):
+                continue
+            skipping = False
+            out.append(line)
+    path = os.path.join(str(folder), "no_recording_" + os.path.basename(spec_path))
+    with open(path, "w") as f:
+        f.write("".join(out))
+    return path

@@ -136,7 +136,7 @@ def test_spec_file_missing_or_not_yaml(tmp_path):
     assert str(err) == f"{path}:1: is not a spec: the top level must be a mapping with keys env_name, embodiment, " \
                        "background, objects, object_sets, object_references, relations, task, placer_params, num_envs, " \
                        "env_spacing, default_physics_backend, external_yaml, cli_override_specs, env_cfg_override, " \
-                       "got LineList"
+                       "recording, got LineList"
     err, path = load_error(tmp_path, "")
     assert "the spec file is empty" in str(err)
     with pytest.raises(EnvSpecError, match="spec path is not a file"):

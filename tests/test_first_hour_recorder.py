@@ -17,7 +17,7 @@ import pytest
 
 from isaaclab_arena import ARENA_ROOT
 from isaaclab_arena.relations.placement_layouts import PlacementLayouts
-from _outside import CLUTTER, RECORDER, TABLETOP, arena, arena_popen, refusal
+from _outside import CLUTTER, RECORDER, TABLETOP, arena, arena_popen, refusal, without_recording_block
 
 SHIPPED_VALIDATORS = os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "placement_validators.py")
 
@@ -99,7 +99,8 @@ def test_refusals_are_one_line_and_come_before_any_solving(tmp_path):
     assert "+num_env" not in line  # not Hydra's advice to append the typo
     line = refusal(arena(tmp_path, RECORDER, f"env_spec={table}", "output=x.jsonl", "--num_envs", "4", timeout=300))
     assert line.startswith("error: unknown flag(s) ['--num_envs']")
-    bin_out = arena(tmp_path, RECORDER, f"env_spec={os.path.join(CLUTTER, 'bin_clutter.yaml')}", "output=b.jsonl")
+    no_height = without_recording_block(os.path.join(CLUTTER, "bin_clutter.yaml"), tmp_path)  # the spec's own height
+    bin_out = arena(tmp_path, RECORDER, f"env_spec={no_height}", "output=b.jsonl")
     line = refusal(bin_out)
     assert line.startswith("error: support 'bin' has no verified flat rectangular top; set "
                            "+settle.validators.support_containment.minimum_resting_heights_m.bin=")

@@ -20,6 +20,7 @@ import textwrap
 
 import pytest
 import torch
+from _outside import without_recording_block
 
 from isaaclab_arena import ARENA_ROOT
 
@@ -461,7 +462,7 @@ def test_container_without_a_minimum_resting_height_is_refused(tmp_path):
 
     with pytest.raises(RecordingConfigError, match=r"support 'bin' has no verified flat rectangular top.*"
                                                    r"minimum_resting_heights_m\.bin"):
-        _record_clutter(CLUTTER_BIN, tmp_path / "no_height.jsonl")
+        _record_clutter(without_recording_block(CLUTTER_BIN, tmp_path), tmp_path / "no_height.jsonl")
     assert not (tmp_path / "no_height.jsonl").exists()
 
 

@@ -48,7 +48,7 @@ def build_environment(spec: SpecGraph):
                                        placer_params=placer, env_spacing=spec.env_spacing,
                                        physics=spec.default_physics_backend,
                                        env_cfg_overrides=copy.deepcopy(spec.env_cfg_override),
-                                       num_envs=spec.num_envs)
+                                       num_envs=spec.num_envs, recording=copy.deepcopy(spec.recording))
         try:
             check_placement_restrictions(list(scene.values()), random_yaw_init=placer.random_yaw_init)
         except PlacementConfigError as err:

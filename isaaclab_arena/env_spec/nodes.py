@@ -231,6 +231,9 @@ class SpecGraph:
     embodiment: EmbodimentNode | None = None
     #: The task (``task``), if any.
     task: TaskNode | None = None
+    #: The recorder's settings the spec carries (YAML ``recording``: ``PlacementRecordingCfg`` keys but
+    #: env_spec / output), used unless the recorder's command line gives them (``env_spec/recording_spec.py``).
+    recording: dict = field(default_factory=dict)
 
     def asset_nodes(self) -> list:
         """Every node that makes an asset, in build order (background, objects, sets, references)."""

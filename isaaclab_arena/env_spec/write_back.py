@@ -62,6 +62,8 @@ def _flat_dict(spec: SpecGraph) -> dict:
         out["placer_params"] = plain(spec.placer_params)
     if spec.env_cfg_override:
         out["env_cfg_override"] = plain(spec.env_cfg_override)
+    if spec.recording:
+        out["recording"] = plain(spec.recording)
     return out
 
 
@@ -262,7 +264,8 @@ def graph_from_arena_env(env, num_envs: int | None = None, cls: type[SpecGraph] 
     return cls(env.name, background, [n for n in nodes if isinstance(n, AssetNode)],
                [n for n in nodes if isinstance(n, ObjectSetNode)], [n for n in nodes if isinstance(n, ObjectReferenceNode)],
                relations, placer, num_envs if num_envs is not None else getattr(env, "num_envs", None), env.env_spacing,
-               env.physics, env_cfg_override=overrides, embodiment=robot, task=task)
+               env.physics, env_cfg_override=overrides, embodiment=robot, task=task,
+               recording=plain(copy.deepcopy(getattr(env, "recording", None) or {})))
 
 
 def _embodiment_node(robot) -> EmbodimentNode:

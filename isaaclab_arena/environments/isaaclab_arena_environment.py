@@ -28,6 +28,9 @@ class IsaacLabArenaEnvironment:
             ``ArenaEnvBuilder.compose_manager_cfg()`` applies last (YAML ``env_cfg_override``).
         num_envs: Parallel environments the environment asks for (YAML ``num_envs``); the builder uses it
             when ``ArenaEnvBuilderCfg.num_envs`` is None, else 1.
+        recording: Settings of ``record_placement_layouts.py`` the environment carries (YAML ``recording``:
+            ``PlacementRecordingCfg`` keys but env_spec / output, e.g. ``{"settle": {"num_steps": 60}}``); the
+            recorder uses each unless its command line gives it (``recording_config.merge_recording_settings``).
     """
 
     name: str
@@ -40,6 +43,7 @@ class IsaacLabArenaEnvironment:
     physics: str | None = None
     env_cfg_overrides: dict = field(default_factory=dict)
     num_envs: int | None = None
+    recording: dict = field(default_factory=dict)
 
     def __post_init__(self):
         checks.env_name(self.name, "IsaacLabArenaEnvironment", "name")

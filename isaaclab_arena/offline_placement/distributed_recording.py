@@ -225,7 +225,12 @@ def record_distributed(cfg, device: str = "cpu", verbose: bool = True, log: Call
         SettledPlacementCollector,
         SettledPlacementParams,
     )
-    from isaaclab_arena.offline_placement.recording_config import RecordingConfigError, build_post_physics_validators
+    from isaaclab_arena.env_spec.spec_issue import EnvSpecError
+    from isaaclab_arena.offline_placement.recording_config import (
+        RecordingConfigError,
+        apply_spec_recording,
+        build_post_physics_validators,
+    )
     from isaaclab_arena.offline_placement.recording_output import (
         StopRequested,
         _builder_physics,
@@ -241,13 +246,14 @@ def record_distributed(cfg, device: str = "cpu", verbose: bool = True, log: Call
     say = emit if ctx.is_main else (lambda line: None)
     refusal, share, shard = None, [], None
     try:
+        cfg = apply_spec_recording(cfg, log=say)  # the spec's recording: block, as single-process (a no-op if applied)
         cfg.validate(check_spec=True)
         share = env_share(cfg.num_envs, ctx.world_size, ctx.rank)
         shard = RankShard(cfg.output, ctx, {"world_size": ctx.world_size, "seed": cfg.seed, "num_envs": cfg.num_envs,
                                             "env_spec": os.path.abspath(cfg.env_spec),
                                             "settings": _settings_identity(cfg)})
         refusal = shard.refusal()
-    except (RecordingConfigError, DistributedRecordingError) as err:
+    except (RecordingConfigError, DistributedRecordingError, EnvSpecError) as err:
         refusal = str(err)
     agree_or_refuse(ctx, refusal)
     lines, counts = shard.load()

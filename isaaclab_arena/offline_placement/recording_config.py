@@ -11,17 +11,21 @@ Hydra keys (defaults in brackets)::
     +settle.validators.<name>._target_=module.Class           a custom PostPhysicsPlacementValidator
     +settle.validators.support_containment.minimum_resting_heights_m.<support key>=<metres>
 
+A spec's ``recording:`` block sets any of these keys but env_spec / output (defaults < the spec's block < the command
+line: ``merge_recording_settings``, applied by ``apply_spec_recording``).
+
 Settle time is ``num_steps x decimation x physics_dt_s`` (env steps, physics steps per env step, seconds).
 """
 
 import contextlib
+import copy
 import dataclasses
 import importlib
 import math
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from omegaconf import MISSING
 
@@ -170,6 +174,130 @@ class PlacementRecordingCfg:
         if settle_cfg.validators is None:
             settle_cfg.validators = {}
         return cls(**data, settle=settle_cfg)
+
+
+# ---- the spec's own settings (YAML ``recording:``) -----------------------------------------------------------------
+def given_override_keys(overrides: Sequence[str]) -> frozenset[str]:
+    """Dotted keys the Hydra ``overrides`` set or delete (``key=v``, ``+key=v``, ``++key=v``, ``~key``)."""
+    keys = set()
+    for item in overrides:
+        key = str(item).split("=", 1)[0].strip().lstrip("~+").split("@", 1)[0]
+        if key:
+            keys.add(key)
+    return frozenset(keys)
+
+
+def _leaves(data: Mapping[str, Any], prefix: str = "") -> List[tuple]:
+    """``(dotted path, value)`` of every leaf of nested mappings (a non-empty mapping is not a leaf)."""
+    out: List[tuple] = []
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.extend(_leaves(value, path + "."))
+        else:
+            out.append((path, value))
+    return out
+
+
+def _is_given(path: str, given: frozenset) -> bool:
+    """The command line gave ``path``, a key above it (``settle.validators.x={...}``) or a key below it."""
+    return any(path == g or path.startswith(g + ".") or g.startswith(path + ".") for g in given)
+
+
+def _default_given(cfg: "PlacementRecordingCfg") -> frozenset:
+    """Without an override list (a cfg made in Python): every setting that differs from the default counts as given."""
+    ours = dict(_leaves(_to_container(cfg)))
+    defaults = dict(_leaves(_to_container(PlacementRecordingCfg(env_spec=cfg.env_spec, output=cfg.output))))
+    return frozenset(k for k, v in ours.items() if k not in defaults or defaults[k] != v)
+
+
+def _set_path(data: Dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    node = data
+    for key in parents:
+        if not isinstance(node.get(key), dict):
+            node[key] = {}
+        node = node[key]
+    node[last] = value
+
+
+def merge_recording_settings(cfg: "PlacementRecordingCfg", spec_recording: Optional[Mapping[str, Any]],
+                             overrides: Optional[Sequence[str]] = None) -> tuple["PlacementRecordingCfg", List[str]]:
+    """The recording settings with the spec's ``recording:`` block applied: recorder defaults < the spec's block <
+    the command line.
+
+    Args:
+        cfg: The composed settings (defaults plus the command line's overrides).
+        spec_recording: The spec's ``recording:`` block (``SpecGraph.recording`` / ``IsaacLabArenaEnvironment
+            .recording``): ``PlacementRecordingCfg`` keys in their nested shape, without env_spec / output.
+        overrides: The Hydra overrides the user gave (their keys win over the spec, a key above or below a spec
+            setting included); None: every setting of ``cfg`` that differs from its default counts as given.
+
+    Returns:
+        ``(merged cfg, ["dotted.key=value", ...])``: a new ``PlacementRecordingCfg`` and the settings taken from the
+        spec, in the block's order.
+    """
+    if not spec_recording:
+        return cfg, []
+    given = given_override_keys(overrides) if overrides is not None else _default_given(cfg)
+    data = _to_container(cfg)
+    taken: List[str] = []
+    for path, value in _leaves(_to_container(dict(spec_recording))):
+        if path.split(".", 1)[0] in ("env_spec", "output"):
+            raise RecordingConfigError(f"the spec's recording block cannot set '{path}'; give it on the command line")
+        if _is_given(path, given):
+            continue
+        _set_path(data, path, copy.deepcopy(value))
+        taken.append(f"{path}={_value_text(value)}")
+    merged = PlacementRecordingCfg.from_config(data)
+    return merged, taken
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_value_text(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{k}:{_value_text(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def spec_settings_line(taken: Sequence[str]) -> Optional[str]:
+    """The console line naming the settings taken from the spec (None when there are none)."""
+    return f"[recording] from the spec: {', '.join(taken)}" if taken else None
+
+
+def apply_spec_recording(cfg: "PlacementRecordingCfg", spec_recording: Optional[Mapping[str, Any]] = None,
+                         log=None) -> "PlacementRecordingCfg":
+    """``cfg`` with the recording settings of its spec applied (``merge_recording_settings``); what the recorder,
+    single-process and ``--distributed`` alike, calls once before it validates the settings.
+
+    ``spec_recording`` defaults to the ``recording:`` block of ``cfg.env_spec`` (read, not built; a spec that does
+    not load raises ``EnvSpecError``; a missing file is left to ``validate``). The keys given on the command line
+    are those ``compose_recording_cfg`` recorded (``given_overrides``); a cfg made in Python counts its non-default
+    settings as given. A cfg already merged is returned as it is. ``log`` (e.g. ``print``) receives the
+    ``[recording] from the spec: ...`` line.
+    """
+    if getattr(cfg, "_spec_recording_applied", False):
+        return cfg
+    if spec_recording is None:
+        spec = cfg.env_spec
+        if not isinstance(spec, str) or not spec or spec == MISSING or not os.path.isfile(shipped_path(spec)):
+            return cfg
+        from isaaclab_arena.env_spec.arena_env_graph_spec import ArenaEnvGraphSpec
+
+        spec_recording = ArenaEnvGraphSpec.from_yaml(spec).recording
+    merged, taken = merge_recording_settings(cfg, spec_recording, getattr(cfg, "_given_overrides", None))
+    merged = copy.copy(merged) if merged is cfg else merged  # never marks the caller's object
+    merged._given_overrides = getattr(cfg, "_given_overrides", None)
+    merged._spec_recording_applied = True
+    line = spec_settings_line(taken)
+    if line is not None and log is not None:
+        log(line)
+    return merged
 
 
 def register_recording_config(name: str = RECORDING_CONFIG_NAME) -> str:

@@ -34,6 +34,7 @@ from isaaclab_arena.offline_placement.recording import (
 from isaaclab_arena.offline_placement.recording_config import (
     PlacementRecordingCfg,
     RecordingConfigError,
+    apply_spec_recording,
     build_post_physics_validators,
 )
 from isaaclab_arena.offline_placement.recording_scene import clutter_support_bounds
@@ -246,6 +247,10 @@ def record_settled_placement_layouts(cfg: PlacementRecordingCfg, device: str = "
         log: Console sink (default ``print``).
         verbose: False holds back Isaac Lab's manager tables and the simulators' start-up messages.
     """
+    emit = log or (lambda line: print(line, flush=True))
+    # defaults < the spec's (or arena_env's) recording: block < the command line; a no-op once applied (the CLI)
+    cfg = apply_spec_recording(cfg, (getattr(arena_env, "recording", None) or {}) if arena_env is not None else None,
+                               log=emit)
     if arena_env is not None and (not isinstance(cfg.env_spec, str) or not cfg.env_spec or cfg.env_spec == "???"):
         cfg = dataclasses.replace(cfg, env_spec=f"<python environment '{arena_env.name}'>")
     cfg.validate(check_spec=arena_env is None)

@@ -19,6 +19,8 @@ viewer_eye / viewer_lookat, layouts_per_env [5], min_layouts [1], max_batches [5
 presets [physx | newton], render [false], settle.num_steps [5], settle.validators.<check>.<setting>,
 +settle.validators.<name>._target_=module.Class, and
 +settle.validators.support_containment.minimum_resting_heights_m.<support key>=<metres>.
+A spec's own ``recording:`` block sets any of them but env_spec / output; the command line wins over it, and the
+settings taken from the spec are said in one line ("[recording] from the spec: settle.num_steps=60").
 
 Launcher flags (argparse style, mixed freely with the Hydra overrides): ``--device cpu|cuda:0``,
 ``--viz none|kit`` (``kit`` needs Isaac Sim and a display; this install is kit-less), ``--verbose`` and
@@ -81,7 +83,10 @@ def split_launcher_flags(argv: list[str]) -> tuple[argparse.Namespace, list[str]
 
 
 def compose_recording_cfg(overrides: list[str]):
-    """``PlacementRecordingCfg`` from Hydra overrides (the structured config registered in Hydra's ConfigStore)."""
+    """``PlacementRecordingCfg`` from Hydra overrides (the structured config registered in Hydra's ConfigStore).
+
+    The overrides are kept on the result (``_given_overrides``): ``apply_spec_recording`` takes from the spec's
+    ``recording:`` block only the keys they do not give."""
     from hydra import compose, initialize
 
     from isaaclab_arena.offline_placement.recording_config import PlacementRecordingCfg, register_recording_config
@@ -89,7 +94,9 @@ def compose_recording_cfg(overrides: list[str]):
     name = register_recording_config()
     with initialize(version_base=None, config_path=None):
         node = compose(config_name=name, overrides=list(overrides))
-    return PlacementRecordingCfg.from_config(node)
+    cfg = PlacementRecordingCfg.from_config(node)
+    cfg._given_overrides = list(overrides)
+    return cfg
 
 
 def hydra_error_line(err: Exception) -> str:
@@ -149,14 +156,17 @@ def main(argv: list[str] | None = None) -> int:
     quiet_warp_init(flags.verbose)
     from hydra.errors import HydraException
 
-    from isaaclab_arena.offline_placement.recording_config import RecordingConfigError
+    from isaaclab_arena.env_spec.spec_issue import EnvSpecError
+    from isaaclab_arena.offline_placement.recording_config import RecordingConfigError, apply_spec_recording
 
     try:
         cfg = compose_recording_cfg(overrides)
+        # defaults < the spec's recording: block < the command line (the same call in record_distributed)
+        cfg = apply_spec_recording(cfg, log=None if quiet else (lambda line: print(line, flush=True)))
         cfg.validate(check_spec=True)
     except HydraException as err:
         return _error(hydra_error_line(err), quiet)
-    except RecordingConfigError as err:
+    except (RecordingConfigError, EnvSpecError) as err:
         return _error(str(err), quiet)
     if cfg.render and not quiet:
         print("[recording] render=true: nothing is rendered without a viewer (--viz none, kit-less)", flush=True)
