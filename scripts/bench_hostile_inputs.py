@@ -45,7 +45,6 @@ Cases (``*``: a subprocess or a simulation start, skipped by ``--quick``):
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -508,7 +507,9 @@ def print_table(rows: list[tuple[str, str, str, int, float]], markdown: bool) ->
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from isaaclab_arena.utils.arena_argparse import ArenaArgumentParser
+
+    parser = ArenaArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--quick", action="store_true", help="in-process cases only (no subprocess, no simulation)")
     args = parser.parse_args(argv)

@@ -10,7 +10,6 @@ and without the draws is the pose term alone vs the pose term plus a property te
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
@@ -34,7 +33,9 @@ objects:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from isaaclab_arena.utils.arena_argparse import ArenaArgumentParser
+
+    parser = ArenaArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--num_envs", type=int, default=1024)
     parser.add_argument("--resets", type=int, default=15)
     args = parser.parse_args()
