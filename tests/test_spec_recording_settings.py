@@ -108,7 +108,7 @@ def test_python_cfg_counts_non_default_settings_as_given():
 
 
 def test_apply_reads_the_spec_and_says_what_it_took(tmp_path):
-    from isaaclab_arena.offline_placement.recording_config import apply_spec_recording
+    from isaaclab_arena.offline_placement.recording_output import apply_spec_recording
 
     spec = write(tmp_path, BASE + BLOCK)
     lines = []

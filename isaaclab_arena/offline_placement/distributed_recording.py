@@ -226,13 +226,10 @@ def record_distributed(cfg, device: str = "cpu", verbose: bool = True, log: Call
         SettledPlacementParams,
     )
     from isaaclab_arena.env_spec.spec_issue import EnvSpecError
-    from isaaclab_arena.offline_placement.recording_config import (
-        RecordingConfigError,
-        apply_spec_recording,
-        build_post_physics_validators,
-    )
+    from isaaclab_arena.offline_placement.recording_config import RecordingConfigError, build_post_physics_validators
     from isaaclab_arena.offline_placement.recording_output import (
         StopRequested,
+        apply_spec_recording,
         _builder_physics,
         _ignore_further_stops,
         stop_signals,

@@ -12,7 +12,7 @@ Hydra keys (defaults in brackets)::
     +settle.validators.support_containment.minimum_resting_heights_m.<support key>=<metres>
 
 A spec's ``recording:`` block sets any of these keys but env_spec / output (defaults < the spec's block < the command
-line: ``merge_recording_settings``, applied by ``apply_spec_recording``).
+line: ``merge_recording_settings``, applied by ``recording_output.apply_spec_recording``).
 
 Settle time is ``num_steps x decimation x physics_dt_s`` (env steps, physics steps per env step, seconds).
 """
@@ -268,36 +268,6 @@ def _value_text(value: Any) -> str:
 def spec_settings_line(taken: Sequence[str]) -> Optional[str]:
     """The console line naming the settings taken from the spec (None when there are none)."""
     return f"[recording] from the spec: {', '.join(taken)}" if taken else None
-
-
-def apply_spec_recording(cfg: "PlacementRecordingCfg", spec_recording: Optional[Mapping[str, Any]] = None,
-                         log=None) -> "PlacementRecordingCfg":
-    """``cfg`` with the recording settings of its spec applied (``merge_recording_settings``); what the recorder,
-    single-process and ``--distributed`` alike, calls once before it validates the settings.
-
-    ``spec_recording`` defaults to the ``recording:`` block of ``cfg.env_spec`` (read, not built; a spec that does
-    not load raises ``EnvSpecError``; a missing file is left to ``validate``). The keys given on the command line
-    are those ``compose_recording_cfg`` recorded (``given_overrides``); a cfg made in Python counts its non-default
-    settings as given. A cfg already merged is returned as it is. ``log`` (e.g. ``print``) receives the
-    ``[recording] from the spec: ...`` line.
-    """
-    if getattr(cfg, "_spec_recording_applied", False):
-        return cfg
-    if spec_recording is None:
-        spec = cfg.env_spec
-        if not isinstance(spec, str) or not spec or spec == MISSING or not os.path.isfile(shipped_path(spec)):
-            return cfg
-        from isaaclab_arena.env_spec.arena_env_graph_spec import ArenaEnvGraphSpec
-
-        spec_recording = ArenaEnvGraphSpec.from_yaml(spec).recording
-    merged, taken = merge_recording_settings(cfg, spec_recording, getattr(cfg, "_given_overrides", None))
-    merged = copy.copy(merged) if merged is cfg else merged  # never marks the caller's object
-    merged._given_overrides = getattr(cfg, "_given_overrides", None)
-    merged._spec_recording_applied = True
-    line = spec_settings_line(taken)
-    if line is not None and log is not None:
-        log(line)
-    return merged
 
 
 def register_recording_config(name: str = RECORDING_CONFIG_NAME) -> str:

@@ -17,6 +17,7 @@ Python API::
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import logging
 import os
@@ -24,6 +25,8 @@ import signal
 import threading
 import time
 from typing import Any, Callable, Iterable
+
+from omegaconf import MISSING
 
 from isaaclab_arena.offline_placement.recording import (
     SETTLED_SOURCE,
@@ -34,14 +37,16 @@ from isaaclab_arena.offline_placement.recording import (
 from isaaclab_arena.offline_placement.recording_config import (
     PlacementRecordingCfg,
     RecordingConfigError,
-    apply_spec_recording,
     build_post_physics_validators,
+    merge_recording_settings,
+    spec_settings_line,
 )
 from isaaclab_arena.offline_placement.recording_scene import clutter_support_bounds
 from isaaclab_arena.relations.placement_layouts import PlacementLayouts
 from isaaclab_arena.utils.atomic_files import commit, fsync_dir, temp_beside
 from isaaclab_arena.utils.interrupts import StopRequested, deferred_stops, stop_status
 from isaaclab_arena.utils.progress import close_bar, paused, progress_bar
+from isaaclab_arena.utils.shipped_paths import shipped_path
 
 logger = logging.getLogger(__name__)
 
@@ -155,6 +160,36 @@ def _ignore_further_stops() -> None:
     if threading.current_thread() is threading.main_thread():
         for s in (signal.SIGINT, signal.SIGTERM):
             signal.signal(s, signal.SIG_IGN)
+
+
+def apply_spec_recording(cfg: "PlacementRecordingCfg", spec_recording: Optional[Mapping[str, Any]] = None,
+                         log=None) -> "PlacementRecordingCfg":
+    """``cfg`` with the recording settings of its spec applied (``merge_recording_settings``); what the recorder,
+    single-process and ``--distributed`` alike, calls once before it validates the settings.
+
+    ``spec_recording`` defaults to the ``recording:`` block of ``cfg.env_spec`` (read, not built; a spec that does
+    not load raises ``EnvSpecError``; a missing file is left to ``validate``). The keys given on the command line
+    are those ``compose_recording_cfg`` recorded (``given_overrides``); a cfg made in Python counts its non-default
+    settings as given. A cfg already merged is returned as it is. ``log`` (e.g. ``print``) receives the
+    ``[recording] from the spec: ...`` line.
+    """
+    if getattr(cfg, "_spec_recording_applied", False):
+        return cfg
+    if spec_recording is None:
+        spec = cfg.env_spec
+        if not isinstance(spec, str) or not spec or spec == MISSING or not os.path.isfile(shipped_path(spec)):
+            return cfg
+        from isaaclab_arena.env_spec.arena_env_graph_spec import ArenaEnvGraphSpec  # not in recording_config: cycle
+
+        spec_recording = ArenaEnvGraphSpec.from_yaml(spec).recording
+    merged, taken = merge_recording_settings(cfg, spec_recording, getattr(cfg, "_given_overrides", None))
+    merged = copy.copy(merged) if merged is cfg else merged  # never marks the caller's object
+    merged._given_overrides = getattr(cfg, "_given_overrides", None)
+    merged._spec_recording_applied = True
+    line = spec_settings_line(taken)
+    if line is not None and log is not None:
+        log(line)
+    return merged
 
 
 def record_placements_to_jsonl(env, output: str | os.PathLike, min_layouts: int = 1, max_batches: int = 5,

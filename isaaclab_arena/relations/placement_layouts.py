@@ -44,15 +44,20 @@ from typing import Any, Iterator, Mapping, Sequence
 import torch
 
 from isaaclab_arena.relations.layout_values import REPLAY_MIN_Z_M, REPLAY_POSITION_BOUND_M  # noqa: F401 (API)
-from isaaclab_arena.relations.layout_values import WrittenFloat, check_float32, check_position, plain_floats
+from isaaclab_arena.relations.layout_values import (  # noqa: F401 (validation_block: public API here)
+    PROPERTIES_VARIATION_KEY,
+    PROPERTY_FIELDS,
+    WrittenFloat,
+    check_float32,
+    check_position,
+    plain_floats,
+    property_record,
+    validation_block,
+)
 from isaaclab_arena.utils.atomic_files import commit, fsync_dir, temp_beside
 
 #: Episode variation that holds the placement block.
 PLACEMENT_VARIATION_KEY = "scene.relation_placement"
-#: Episode variation that holds the physical properties drawn for the layout's env (optional).
-PROPERTIES_VARIATION_KEY = "scene.physical_properties"
-#: Fields a physical-properties record may hold (``PhysicalPropertyRanges``' drawn fields).
-PROPERTY_FIELDS = ("static_friction", "dynamic_friction", "restitution", "mass_kg", "mass_scale")
 #: Accepted deviation of a quaternion's norm from 1.
 UNIT_QUATERNION_TOLERANCE = 1e-4
 
@@ -136,7 +141,7 @@ class PlacementLayouts:
         if len(self.sources) != n or len(self.validation) != n:
             raise PlacementLayoutsError(f"{_where(self.origin, None)}: {n} layouts but {len(self.sources)} sources and "
                                         f"{len(self.validation)} validation blocks")
-        self.physical_properties = ([_property_record(r, self.origin, None) for r in self.physical_properties]
+        self.physical_properties = ([property_record(r, _where(self.origin, None), PlacementLayoutsError) for r in self.physical_properties]
                                     if self.physical_properties else [{} for _ in range(n)])
         if len(self.physical_properties) != n:
             raise PlacementLayoutsError(f"{_where(self.origin, None)}: {n} layouts but "
@@ -305,7 +310,8 @@ class PlacementLayouts:
                                                 f"post_physics / sampling entries, got {type(val).__name__}")
                 validation.append(plain_floats(val))
                 variations = episode.get("variations")
-                properties.append(_property_record(variations.get(PROPERTIES_VARIATION_KEY) or {}, path, lineno))
+                properties.append(property_record(variations.get(PROPERTIES_VARIATION_KEY) or {}, _where(path, lineno),
+                                                  PlacementLayoutsError))
                 lines.append(lineno)
         if names is None:
             raise PlacementLayoutsError(f"{path}: no layouts: the file has no nonblank lines; each line must hold "
@@ -429,30 +435,6 @@ def _parse_line(text: str, path: str, lineno: int) -> dict:
     return episode
 
 
-def _property_record(record, path: str | None, lineno: int | None) -> dict[str, dict[str, float]]:
-    """A checked ``{asset name: {field: value}}`` physical-properties record (values finite numbers)."""
-    where = _where(path, lineno)
-    if not isinstance(record, dict):
-        raise PlacementLayoutsError(f"{where}: variations[\"{PROPERTIES_VARIATION_KEY}\"] must be an object "
-                                    f"{{asset name: {{field: value}}}}, got {type(record).__name__}")
-    out = {}
-    for asset, values in record.items():
-        if not isinstance(asset, str) or not isinstance(values, dict):
-            raise PlacementLayoutsError(f"{where}: physical properties of {asset!r} must be an object "
-                                        f"{{field: value}} with fields {', '.join(PROPERTY_FIELDS)}")
-        row = {}
-        for name, value in values.items():
-            if name not in PROPERTY_FIELDS:
-                raise PlacementLayoutsError(f"{where}: physical property '{name}' of '{asset}' is not one of "
-                                            f"{', '.join(PROPERTY_FIELDS)}")
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise PlacementLayoutsError(f"{where}: physical property '{name}' of '{asset}' must be a finite "
-                                            f"number, got {value!r}")
-            row[name] = float(value)
-        out[asset] = row
-    return out
-
-
 def _placement_block(episode: dict, path: str, lineno: int) -> dict:
     variations = episode.get("variations")
     block = variations.get(PLACEMENT_VARIATION_KEY) if isinstance(variations, dict) else None
@@ -516,30 +498,3 @@ def layouts_from_root_poses(root_poses: Mapping[str, torch.Tensor], sources: Seq
     return PlacementLayouts(names, stacked[..., :3].clone(), stacked[..., 3:].clone(),
                             list(sources) if sources is not None else [],
                             [dict(v) for v in validation] if validation is not None else [])
-
-
-def validation_block(pre_physics: Mapping[str, bool] | None = None, required_checks: Sequence[str] | None = None,
-                     post_physics: Mapping[str, Any] | None = None,
-                     sampling: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The ``validation`` entry of one layout line.
-
-    Args:
-        pre_physics: ``{check: verdict}`` of the solver's checks for this layout (None: not solved here).
-        required_checks: The checks that had to pass (None: every check in ``pre_physics``).
-        post_physics: The post-physics block (``PostPhysicsResults.post_physics_block(row)``), or None.
-        sampling: Settling interval and provenance (num_steps, decimation, physics_dt_s, seed, batch, env_id).
-    """
-    block: dict[str, Any] = {}
-    if pre_physics is not None:
-        checks = {str(k): bool(v) for k, v in pre_physics.items()}
-        required = list(checks) if required_checks is None else [str(c) for c in required_checks]
-        missing = [c for c in required if c not in checks]
-        block["pre_physics"] = {"passed": not missing and all(checks[c] for c in required), "checks": checks,
-                                "required_checks": required}
-        if missing:
-            block["pre_physics"]["missing_required_checks"] = missing
-    block["post_physics"] = dict(post_physics) if post_physics is not None else {
-        "passed": None, "reason": "not settled: no physics was run for this layout", "checks": {}}
-    if sampling is not None:
-        block["sampling"] = dict(sampling)
-    return block

@@ -157,8 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     from hydra.errors import HydraException
 
     from isaaclab_arena.env_spec.spec_issue import EnvSpecError
-    from isaaclab_arena.offline_placement.recording_config import RecordingConfigError, apply_spec_recording
+    from isaaclab_arena.offline_placement.recording_config import RecordingConfigError
 
+    with held_output(flags.verbose):  # Isaac Lab's import-time messages
+        from isaaclab_arena.offline_placement.recording_output import apply_spec_recording
     try:
         cfg = compose_recording_cfg(overrides)
         # defaults < the spec's recording: block < the command line (the same call in record_distributed)
