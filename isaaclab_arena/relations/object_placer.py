@@ -114,7 +114,7 @@ class ObjectPlacer:
             self._check_reachability_robot(assets, problem)
             self._problems[key] = problem
             notices = keep_out_notices(assets)
-            if notices and notices != self._printed_notices:
+            if notices and notices != self._printed_notices and self.solver.params.verbose:  # the solver's console
                 print("\n".join(notices), flush=True)
                 self._printed_notices = notices
             if self.debug_view is not None:
