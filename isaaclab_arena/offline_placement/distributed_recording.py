@@ -44,7 +44,7 @@ from isaaclab_arena.utils.atomic_files import commit, fsync_dir, temp_beside, wr
 from isaaclab_arena.utils.distributed import RankContext, agree_or_refuse, init_rank, torchrun_vars  # noqa: F401
 from isaaclab_arena.utils.distributed import require_torchrun as _require_torchrun
 from isaaclab_arena.utils.interrupts import stop_status
-from isaaclab_arena.utils.progress import close_bar, paused, progress_bar
+from isaaclab_arena.utils.progress import advance_to, close_bar, paused, progress_bar
 
 TORCHRUN_COMMAND = ("scripts/arena_python.sh -m torch.distributed.run --standalone --nproc_per_node=2 "
                     "isaaclab_arena/scripts/record_placement_layouts.py <overrides> --distributed")
@@ -334,9 +334,7 @@ def record_distributed(cfg, device: str = "cpu", verbose: bool = True, log: Call
                         left = time_left_text(time.monotonic() - started, done, min_layouts, b, max_batches)
                         with paused(bar):
                             say(f"[recording] batch {b}/{max_batches}: {done}/{min_layouts} collected{left}")
-                        if bar is not None:
-                            bar.set_postfix_str(f"batch {b}/{max_batches}", refresh=False)
-                            bar.update(done - bar.n)
+                        advance_to(bar, done, f"batch {b}/{max_batches}")
                         if total >= min_layouts:
                             break
                     summaries = [None] * ctx.world_size if ctx.is_main else None

@@ -45,7 +45,7 @@ from isaaclab_arena.offline_placement.recording_scene import clutter_support_bou
 from isaaclab_arena.relations.placement_layouts import PlacementLayouts
 from isaaclab_arena.utils.atomic_files import commit, fsync_dir, temp_beside
 from isaaclab_arena.utils.interrupts import StopRequested, deferred_stops, stop_status
-from isaaclab_arena.utils.progress import close_bar, paused, progress_bar
+from isaaclab_arena.utils.progress import advance_to, close_bar, paused, progress_bar
 from isaaclab_arena.utils.shipped_paths import shipped_path
 
 logger = logging.getLogger(__name__)
@@ -226,9 +226,7 @@ def record_placements_to_jsonl(env, output: str | os.PathLike, min_layouts: int 
         with paused(bar):
             params.emit(f"[recording] batch {b}/{max_batches}: {done}/{min_layouts} collected"
                         f"{time_left_text(time.monotonic() - started, done, min_layouts, b, max_batches)}")
-        if bar is not None:
-            bar.set_postfix_str(f"batch {b}/{max_batches}", refresh=False)
-            bar.update(done - bar.n)
+        advance_to(bar, done, f"batch {b}/{max_batches}")
 
     try:
         collected = collector.collect(max_batches, target=min_layouts, on_batch=on_batch)

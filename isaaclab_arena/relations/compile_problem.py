@@ -43,7 +43,7 @@ from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On, RequiresRe
 from isaaclab_arena.relations.scene_budgets import check_memory_budget, check_object_budget
 from isaaclab_arena.relations.scene_lengths import check_scene_lengths
 from isaaclab_arena.utils.pose import quat_rotate
-from isaaclab_arena.utils.progress import close_bar, progress_bar
+from isaaclab_arena.utils.progress import advance_to, close_bar, progress_bar
 
 
 def _rotated_aabb(lo, hi, pos, quat) -> tuple[np.ndarray, np.ndarray]:
@@ -376,8 +376,7 @@ COMPILE_STAGES = 7
 
 def _tick(bar, done: str) -> None:
     if bar is not None:
-        bar.set_postfix_str(done, refresh=False)
-        bar.update(1)
+        advance_to(bar, bar.n + 1, done)
 
 
 def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: str, bar) -> PlacementProblem:

@@ -38,7 +38,7 @@ from isaaclab_arena.relations.placement_diagnostics import (
 )
 from isaaclab_arena.relations.ranking import rank_order, rank_within_env
 from isaaclab_arena.utils.interrupts import raise_if_interrupted
-from isaaclab_arena.utils.progress import close_bar, paused, progress_bar
+from isaaclab_arena.utils.progress import advance_to, close_bar, paused, progress_bar
 
 
 def _short_list(values: list, limit: int = 16) -> str:
@@ -210,9 +210,8 @@ class PooledObjectPlacer:
             self._store(env_sorted[take], (filled[env_sorted] + rank)[take], order[take], batch, ranked, fallback=False)
             filled.index_add_(0, env_sorted, take.to(torch.long))
             last = (batch, env_ids, order, ranked, env_sorted)
-            if bar is not None:
-                bar.set_postfix_str(f"batch {b + 1}/{max_batches}", refresh=False)
-                bar.update(int(filled[envs].sum()) - bar.n)
+            if bar is not None:  # the count is a host sync: only with a bar
+                advance_to(bar, int(filled[envs].sum()), f"batch {b + 1}/{max_batches}")
         short = (need & (filled < L)).nonzero().flatten()
         fallback_slots = 0
         explanation = advice = ""

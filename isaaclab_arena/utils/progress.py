@@ -61,10 +61,18 @@ def paused(bar):
         bar.refresh()
 
 
+def advance_to(bar, done: int, note: str) -> None:
+    """Moves ``bar`` to ``done`` units counted so far, with ``note`` (e.g. ``batch 3/10``) after it; None:
+    nothing."""
+    if bar is not None:
+        bar.set_postfix_str(note, refresh=False)
+        bar.update(done - bar.n)
+
+
 def close_bar(bar) -> None:
     """Closes ``bar`` (None: nothing)."""
     if bar is not None:
         bar.close()
 
 
-__all__ = ["PROGRESS_DELAY_S", "PROGRESS_ENV", "close_bar", "paused", "progress_bar", "progress_wanted"]
+__all__ = ["PROGRESS_DELAY_S", "PROGRESS_ENV", "advance_to", "close_bar", "paused", "progress_bar", "progress_wanted"]
