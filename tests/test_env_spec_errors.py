@@ -134,7 +134,7 @@ def test_spec_file_missing_or_not_yaml(tmp_path):
         ArenaEnvGraphSpec.from_yaml(tmp_path / "binary.yaml")
     err, path = load_error(tmp_path, "- kind: is_anchor\n")
     assert str(err) == f"{path}:1: is not a spec: the top level must be a mapping with keys env_name, embodiment, " \
-                       "background, objects, object_sets, object_references, relations, task, placer_params, num_envs, " \
+                       "background, objects, object_sets, object_pools, object_references, relations, task, placer_params, num_envs, " \
                        "env_spacing, default_physics_backend, external_yaml, cli_override_specs, env_cfg_override, " \
                        "recording, got LineList"
     err, path = load_error(tmp_path, "")

@@ -32,11 +32,7 @@ class RigidObjectSet(PlaceableAsset):
                  initial_pose: Pose | None = None, collision_mode: CollisionMode | str | None = None):
         super().__init__(name, ObjectType.RIGID, initial_pose, collision_mode)
         owner = f"RigidObjectSet '{name}'"
-        if isinstance(objects, (str, bytes)) or not hasattr(objects, "__iter__"):
-            raise TypeError(f"{owner}: objects must be a list of Objects, got {objects!r}")
-        objects = list(objects)
-        if not objects:
-            raise ValueError(f"{owner}: objects must hold at least one member")
+        objects = checks.member_list(objects, owner)
         for obj in objects:
             checks.instance_of(obj, Object, owner, "objects", "Objects")
             if obj.object_type != ObjectType.RIGID:

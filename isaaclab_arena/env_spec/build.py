@@ -37,7 +37,13 @@ def build_environment(spec: SpecGraph):
         assets = build_assets(spec)
         robot = build_embodiment(spec.embodiment) if spec.embodiment is not None else None
         scene = _with_robot(assets, spec, robot)
-        built = [(node, attach_relation(node, scene)) for node in spec.relations]
+        from isaaclab_arena.env_spec.parse_pools import build_pools, check_pool_relation
+
+        pools = build_pools(spec.object_pools, assets)
+        members = {m: p.name for p in pools.values() for m in p.member_names}
+        for node in spec.relations:
+            check_pool_relation(node, pools, members)
+        built = [(node, attach_relation(node, {**scene, **pools})) for node in spec.relations]
         default_anchor_poses(assets)
         if robot is not None:
             check_embodiment_pose(spec.embodiment, robot)
@@ -55,7 +61,7 @@ def build_environment(spec: SpecGraph):
             node = _restriction_node(spec, err, placer.random_yaw_init)
             raise SpecIssue(str(err), where=node.where if node else "relations",
                             line=node.line if node else spec.key_lines.get("relations")) from None
-        check_plausible(scene, built, spec.source)
+        check_plausible(scene, [(n, r) for n, r in built if n.subject not in pools], spec.source)
     except SpecIssue as issue:
         raise issue_error(issue, spec.source) from None
     return env

@@ -234,6 +234,8 @@ class SpecGraph:
     #: The recorder's settings the spec carries (YAML ``recording``: ``PlacementRecordingCfg`` keys but
     #: env_spec / output), used unless the recorder's command line gives them (``env_spec/recording_spec.py``).
     recording: dict = field(default_factory=dict)
+    #: ``object_pools`` entries (``parse_pools.ObjectPoolNode``): k of N objects join each layout.
+    object_pools: list = field(default_factory=list)
 
     def asset_nodes(self) -> list:
         """Every node that makes an asset, in build order (background, objects, sets, references)."""

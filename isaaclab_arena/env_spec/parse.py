@@ -33,12 +33,13 @@ from isaaclab_arena.env_spec.write_back import snapshot_included
 from isaaclab_arena.env_spec.yaml_lines import find_non_finite, line_of, line_text, start_line
 from isaaclab_arena.utils.checks import env_name_problem, short_repr
 
-TOP_LEVEL_KEYS = ("env_name", "embodiment", "background", "objects", "object_sets", "object_references", "relations",
+TOP_LEVEL_KEYS = ("env_name", "embodiment", "background", "objects", "object_sets", "object_pools", "object_references",
+                  "relations",
                   "task", "placer_params", "num_envs", "env_spacing", "default_physics_backend", "external_yaml",
                   "cli_override_specs", "env_cfg_override", "recording")
 #: Read into ``placer_params`` (the older name of part of it).
 OLDER_KEYS = ("placement_validators",)
-NODE_LISTS = ("objects", "object_sets", "object_references", "relations", "cli_override_specs")
+NODE_LISTS = ("objects", "object_sets", "object_pools", "object_references", "relations", "cli_override_specs")
 
 
 def parse_spec(data: Any, source: str, cls: type[SpecGraph] = SpecGraph) -> SpecGraph:
@@ -185,7 +186,11 @@ def _parse_merged(data: Any, source: str, cls: type[SpecGraph]) -> SpecGraph:
         cfg_override = parse_env_cfg_override(data["env_cfg_override"], line_of(data, "env_cfg_override"))
         check_env_cfg_paths(cfg_override, tuple(seen), data["env_cfg_override"])
     recording = parse_recording(data.get("recording"), line_of(data, "recording"))
+    from isaaclab_arena.env_spec.parse_pools import parse_object_pool
+
+    pools = [parse_object_pool(raw, f"object_pools[{i}]", line_of(data["object_pools"], i))
+             for i, raw in enumerate(node_list(data, "object_pools"))]
     return cls(env_name, background, objects, sets, refs, relations, placer, num_envs, spacing, physics, source=source,
                placer_params_line=placer_line, cli_override_specs=overrides, env_cfg_override=cfg_override,
                key_lines={str(k): line_of(data, k) for k in data}, embodiment=embodiment, task=task,
-               recording=recording)
+               recording=recording, object_pools=pools)

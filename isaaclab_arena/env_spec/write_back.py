@@ -36,7 +36,8 @@ from isaaclab_arena.utils.plain_data import plain
 
 
 def _sections(spec: SpecGraph) -> dict[str, list]:
-    return {"objects": spec.objects, "object_sets": spec.object_sets, "object_references": spec.object_references,
+    return {"objects": spec.objects, "object_sets": spec.object_sets, "object_pools": spec.object_pools,
+            "object_references": spec.object_references,
             "relations": spec.relations, "cli_override_specs": spec.cli_override_specs}
 
 

@@ -405,7 +405,10 @@ class ArenaEnvBuilder:
             add_task_terms(cfg, task, self.member_indices)
             add_task_rewards(cfg, task, self.member_indices, embodiment)
         if self.pose_source is not None:  # the term gets the live source as a parameter (by reference)
-            cfg.events.arena_placement = arena_pose_reset_term_cfg(self.pose_source)
+            from isaaclab_arena.environments.object_pools import pool_members_of
+
+            cfg.events.arena_placement = arena_pose_reset_term_cfg(
+                self.pose_source, pool_members=pool_members_of(self.arena_env.get_placement_assets()))
         # physical property draws (friction, restitution, mass) per asset with ranges, after the poses
         from isaaclab_arena.environments.property_draws import add_property_terms
 

@@ -19,6 +19,7 @@ import math
 import os
 
 
+from isaaclab_arena.utils.parking_spots import PARKED_ABOVE_M
 from isaaclab_arena.assets.object_set import RigidObjectSet
 from isaaclab_arena.environments import mesh_pictures, robot_picture_geometry
 
@@ -179,6 +180,8 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
             else:
                 box = asset.get_bounding_box()
             p = poses[e, j].tolist()
+            if p[2] > PARKED_ABOVE_M:  # a parked pool member: not in this env's scene
+                continue
             pts = _footprint(box, p[:3], _yaw(p[3:]))
             if name in outlines:  # its mesh's silhouette, its box dashed around it
                 mesh_pictures.draw_silhouette(ax, *outlines[name], p[:3], p[3:], f"C{j % 10}")

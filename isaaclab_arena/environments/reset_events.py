@@ -187,22 +187,35 @@ class ArenaPoseResetTerm(ManagerTermBase):
             self.writer = make_batched_root_writer(env, self.assets, self.dynamic)
         if self.writer is None:
             self.writer = PerAssetRootWriter(self.assets, self.dynamic, env.num_envs, env.device)
+        members = list(cfg.params.get("pool_members") or ())
+        self.parking = None  # object pools: parked members out of the simulation (environments/object_pools.py)
+        if members:
+            from isaaclab_arena.environments.object_pools import PoolParking
 
-    def __call__(self, env, env_ids, pose_source: PoseSourceRef, batched_writes: bool = True):
+            self.parking = PoolParking(env, self.assets, list(self.source.object_names), members)
+
+    def __call__(self, env, env_ids, pose_source: PoseSourceRef, batched_writes: bool = True,
+                 pool_members: tuple = ()):
         ids = env_ids_to_tensor(env_ids, env.num_envs, env.device)
         if ids.shape[0] == 0 or not self.assets:
             return
         poses = self.source.poses_for_reset(ids).to(env.device, torch.float32)
+        if self.parking is not None:
+            self.parking.prepare(ids)
         world = poses.clone()
         world[..., :3] += env.scene.env_origins[ids].unsqueeze(1)
         self.writer.write(ids, world)
+        if self.parking is not None:
+            self.parking.apply(env, ids, poses, world)
         mask = getattr(self.source, "fallback_mask", None)
         mask = mask() if callable(mask) else None
         if mask is not None:  # which envs now hold a best-loss fallback layout (FALLBACK_EXTRAS_KEY)
             env.extras[FALLBACK_EXTRAS_KEY] = mask.to(env.device).clone()
 
 
-def arena_pose_reset_term_cfg(source: PoseSource, batched_writes: bool = True) -> EventTermCfg:
-    """The reset event term config drawing poses from ``source`` (``EventTermCfg(mode="reset")``)."""
+def arena_pose_reset_term_cfg(source: PoseSource, batched_writes: bool = True, pool_members=()) -> EventTermCfg:
+    """The reset event term config drawing poses from ``source`` (``EventTermCfg(mode="reset")``);
+    ``pool_members``: scene keys of object-pool members (their parked poses take them out of the simulation)."""
     return EventTermCfg(func=ArenaPoseResetTerm, mode="reset",
-                        params={"pose_source": PoseSourceRef(source), "batched_writes": batched_writes})
+                        params={"pose_source": PoseSourceRef(source), "batched_writes": batched_writes,
+                                "pool_members": tuple(pool_members)})

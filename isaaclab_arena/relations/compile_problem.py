@@ -39,6 +39,7 @@ from isaaclab_arena.relations.placement_problem import (
     PlacementProblem,
 )
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
+from isaaclab_arena.relations.pool_parking import budget_movables, compile_pools, pool_signature
 from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On, RequiresReachability
 from isaaclab_arena.relations.scene_budgets import check_memory_budget, check_object_budget
 from isaaclab_arena.relations.scene_lengths import check_scene_lengths
@@ -383,7 +384,7 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
     check_placement_restrictions(assets, random_yaw_init=placer_params.random_yaw_init)
     _check_collision_modes(assets, placer_params)
     sc = _SceneCompiler(assets, num_envs, placement_seed, placer_params)
-    check_footprint_budget(sc.movables, sc.fixed, placer_params)
+    check_footprint_budget(budget_movables(sc.movables), sc.fixed, placer_params)  # a pool counts k_max members
     _tick(bar, "scene checked")
     n_relations = sum(1 for a in sc.movables for rel in a.get_relations() if kind_of(rel) is not None)
     check_memory_budget(sc.n_mov, len(sc.fixed), n_relations, num_envs, placer_params, device)
@@ -434,6 +435,7 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
     clearance = {"clearance"} if any(f[0] > 0 for f in pair_f) else set()  # judged on pairs with a clearance
     present = frozenset({"no_overlap"} | clearance | {c.check for c in compiled if c.check})
     targets = _reachability_targets(assets, sc)
+    pools = compile_pools(assets, [a.name for a in sc.movables], [a.name for a in sc.fixed], device)
     _tick(bar, "tables")
     problem = PlacementProblem(
         device=device, num_envs=num_envs, placement_seed=placement_seed,
@@ -441,7 +443,7 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
         pairs=pairs, local_lo=tensors[0], local_hi=tensors[1], fixed_lo=tensors[2], fixed_hi=tensors[3], tables=T,
         checkpoints=checkpoints, checks_present=present, reachability_targets=targets,
         fixed_origins=torch.tensor([list(a.get_world_pose().position_xyz) for a in sc.fixed], dtype=torch.float32,
-                                   device=device).reshape(len(sc.fixed), 3), pair_geometry=geo, _keep=keep)
+                                   device=device).reshape(len(sc.fixed), 3), pair_geometry=geo, pools=pools, _keep=keep)
     check_feasibility(problem, assets, placer_params)  # refuses what cannot fit, naming relations and metres
     return problem
 
@@ -480,4 +482,4 @@ def placement_signature(assets, num_envs: int, placer_params, device: str) -> tu
     sp = placer_params.solver_params
     return (tuple(parts), num_envs, device, placer_params.random_yaw_init, placer_params.on_relation_z_tolerance_m,
             sp.clearance_m, sp.collision_mode, sp.num_spheres, tuple((k, repr(v)) for k, v in sp.strategies.items()),
-            repr(sp.collision_strategy), sp.get_checkpoints())
+            repr(sp.collision_strategy), sp.get_checkpoints(), pool_signature(assets))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
+from isaaclab_arena.utils.parking_spots import PARKED_ABOVE_M
+
 #: Default bound (metres, env-local) on replayed positions: |x| and |y| at most this, z at most this and at least
 #: ``REPLAY_MIN_Z_M``. A layout beyond it (a unit mistake, a typo, an object recorded after falling away) is refused
 #: naming the file line, the object and the number as written. ``from_episode_jsonl(..., position_bound_m=None)``
@@ -56,8 +58,10 @@ def check_float32(values, where: str, error: type[Exception]) -> None:
 
 def check_position(value, where: str, bound: float | None, error: type[Exception]) -> None:
     """Raises ``error`` for a position (x, y, z) outside ``bound`` (see ``REPLAY_POSITION_BOUND_M``); None: no
-    bound. The message is ``<where>: position_xyz <axis> = <as written> m is outside the replay bound ...``."""
-    if bound is None:
+    bound. The message is ``<where>: position_xyz <axis> = <as written> m is outside the replay bound ...``.
+    A pool member's parking spot (x = y = 0, z above ``PARKED_ABOVE_M``) is accepted."""
+    if bound is None or (float(value[0]) == 0.0 and float(value[1]) == 0.0 and float(value[2]) > PARKED_ABOVE_M
+                         and math.isfinite(float(value[2]))):
         return
     for axis, v, lo in zip("xyz", value, (-bound, -bound, REPLAY_MIN_Z_M)):
         if not lo <= float(v) <= bound:
@@ -65,6 +69,22 @@ def check_position(value, where: str, bound: float | None, error: type[Exception
                         f"{bound:g} m env-local: |x|, |y| <= {bound:g} m, {REPLAY_MIN_Z_M:g} m <= z <= {bound:g} m); "
                         "read with PlacementLayouts.from_episode_jsonl(path, position_bound_m=None) to accept any "
                         "position")
+
+
+#: Episode variation that lists the object-pool members parked in the layout (optional; the poses say it too).
+PARKED_VARIATION_KEY = "scene.parked_objects"
+
+
+def extra_variations(properties: dict, names, positions) -> dict:
+    """The optional variations of one layout's episode record: its physical properties and the pool members it
+    parks (``positions``: (n, 3) env-local metres in ``names`` order)."""
+    out: dict[str, Any] = {}
+    if properties:
+        out[PROPERTIES_VARIATION_KEY] = properties
+    parked = [n for n, p in zip(names, positions) if float(p[2]) > PARKED_ABOVE_M]
+    if parked:
+        out[PARKED_VARIATION_KEY] = parked
+    return out
 
 
 #: Episode variation that holds the physical properties drawn for the layout's env (optional).

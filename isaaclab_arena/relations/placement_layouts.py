@@ -50,6 +50,7 @@ from isaaclab_arena.relations.layout_values import (  # noqa: F401 (validation_b
     WrittenFloat,
     check_float32,
     check_position,
+    extra_variations,
     plain_floats,
     property_record,
     validation_block,
@@ -331,8 +332,7 @@ class PlacementLayouts:
                      for j, name in enumerate(self.object_names)}
             record: dict[str, Any] = {"source": sources[i],
                                       "variations": {PLACEMENT_VARIATION_KEY: {"poses": poses}}}
-            if self.physical_properties[i]:
-                record["variations"][PROPERTIES_VARIATION_KEY] = self.physical_properties[i]
+            record["variations"].update(extra_variations(self.physical_properties[i], self.object_names, pos[i]))
             if self.validation[i]:
                 record["validation"] = self.validation[i]
             yield record

@@ -69,6 +69,7 @@ class PlacementProblem:
         checks_present: Built-in checks that judge something in this scene.
         reachability_targets: Objects marked ``RequiresReachability`` (movable or fixed), for ``ik_reachable``.
         fixed_origins: (n_fixed, 3) env-local origins of the fixed objects, metres.
+        pools: Object pools (``pool_parking.PoolTables``: members, counts, parking spots), None without pools.
     """
 
     device: str
@@ -88,6 +89,7 @@ class PlacementProblem:
     reachability_targets: tuple[str, ...] = ()
     fixed_origins: torch.Tensor | None = None
     pair_geometry: object | None = None  # collision_geometry.PairGeometry: pair modes, MESH tables, outlines
+    pools: object | None = None  # pool_parking.PoolTables: object pools (members, parking spots); None without
     _keep: list = field(default_factory=list, repr=False)
 
     @property

@@ -103,6 +103,8 @@ class OutputBuffers:
 
 def batch_from_outputs(problem, env_ids, draw_ids, v: dict, history, evaluated: bool = True) -> PlacementCandidateBatch:
     n, r = problem.num_objects, problem.num_relations
+    if problem.pools is not None:  # parked members exactly at their spots, unturned (modifiers may have moved them)
+        problem.pools.settle(v["pos"][:, :n], v["rot"][:, :n])
     if not evaluated:  # generated candidates: poses only
         return PlacementCandidateBatch(problem=problem, env_ids=env_ids, draw_ids=draw_ids, positions=v["pos"][:, :n],
                                        rotations=v["rot"][:, :n])
@@ -127,6 +129,7 @@ class _FreshWorkspace:
         v = self.out.views(self.out.buf, self.out.bbuf)
         self.env = torch.zeros(b, dtype=torch.int64, device=dev)
         self.draw = torch.zeros(b, dtype=torch.int64, device=dev)
+        self.start = v["pos"][:, :problem.num_objects]  # start positions (the init kernel's input; pools)
         settings = solver.settings(problem, do_post=True, write_checks=True)
         self.device, self.max_iters = dev, settings.max_iters
         self.hist = (torch.full((b, settings.history_slots, n, 3), math.nan, device=dev)
@@ -282,6 +285,8 @@ class RelationSolver:
                     ws = self._spaces[key] = _FreshWorkspace(self, problem, b, max(1, parts))
             ws.env.copy_(env_ids)
             ws.draw.copy_(draw_ids)
+            if problem.pools is not None:  # parked pool members start (and stay) at their parking spots
+                ws.start.copy_(problem.pools.start_positions(problem.placement_seed, env_ids, draw_ids))
             if b:
                 ws.launch(times)
             v = ws.out.snapshot()
@@ -309,6 +314,8 @@ class RelationSolver:
         if n and positions is not None:
             v["pos"][:, :n].copy_(positions)
             v["rot"][:, :n].copy_(rotations)
+        elif n and problem.pools is not None:  # kernels that draw poses: parked pool members start parked
+            v["pos"][:, :n].copy_(problem.pools.start_positions(problem.placement_seed, env_ids, draw_ids))
         settings = self.settings(problem, do_post=do_post, write_checks=write_checks, max_iters=max_iters)
         hist = (torch.full((b, settings.history_slots, max(n, 1), 3), math.nan, device=dev)
                 if settings.history_slots > 0 else None)

@@ -198,6 +198,17 @@ def instance_of(value: Any, cls: type | tuple[type, ...], owner: str, field: str
     return value
 
 
+def member_list(objects: Any, owner: str) -> list:
+    """``objects`` as a non-empty list (an object set's or pool's members); ``TypeError`` / ``ValueError`` naming
+    ``owner`` otherwise. The members' own types are checked by the caller."""
+    if isinstance(objects, (str, bytes)) or not hasattr(objects, "__iter__"):
+        raise TypeError(f"{owner}: objects must be a list of Objects, got {objects!r}")
+    objects = list(objects)
+    if not objects:
+        raise ValueError(f"{owner}: objects must hold at least one member")
+    return objects
+
+
 def did_you_mean(name: Any, known) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``known`` to ``name``, or ``""`` when none is close."""
     close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.geometry import BIG, overlap_depth
+from isaaclab_arena.relations.kernels.geometry import BIG, overlap_depth, parked
 from isaaclab_arena.relations.kernels.pair_terms import pair_term, support_term
 from isaaclab_arena.relations.kernels.tables import (
     PF_CLEARANCE,
@@ -96,6 +96,11 @@ def _evaluate_candidate(general: bool):
             f = T.rel_f[r]
             kind = ri[RI_KIND]
             c = ri[RI_CHILD]
+            if parked(S.x[b, c]):  # a parked pool member has no relation residuals
+                if write != 0:
+                    O.rel_excess[b, ri[RI_ROW]] = 0.0
+                    O.rel_cause[b, ri[RI_ROW]] = 0
+                continue
             clo, chi = obj_bounds(T, S, b, e, c)
             plo = clo
             phi = chi
@@ -112,6 +117,8 @@ def _evaluate_candidate(general: bool):
         if wp.static(general):
             # MESH support terms: part of their On relation's check
             for s in range(T.n_support):
+                if parked(S.x[b, T.mesh[0].sup_i[s][0]]):
+                    continue
                 ex, grow, sc, sm, sr = support_term(T, S, b, e, s)
                 loss += T.rel_f[sr][WEIGHT] * wp.max(ex, 0.0)
                 if not passes(ex, slack):

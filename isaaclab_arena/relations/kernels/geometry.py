@@ -6,6 +6,8 @@ import contextlib
 
 import warp as wp
 
+from isaaclab_arena.utils.parking_spots import PARKED_ABOVE_M
+
 _ready = False
 
 
@@ -31,6 +33,15 @@ def torch_stream(device: str):
 
 BIG = wp.constant(1.0e9)
 PI = wp.constant(3.14159265358979)
+#: An object whose origin is above this env-local z (m) is a parked pool member (``assets/object_pool.py``): the
+#: kernels leave it where it is and skip its relations (its pairs are empty: it is far from everything).
+PARKED_Z = wp.constant(float(PARKED_ABOVE_M))
+
+
+@wp.func
+def parked(p: wp.vec3) -> bool:
+    """Whether an origin (env-local, m) is a parking spot."""
+    return p[2] > PARKED_Z
 
 
 @wp.func

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.geometry import BIG, box_overlaps, unit, vmin3
+from isaaclab_arena.relations.kernels.geometry import BIG, box_overlaps, parked, unit, vmin3
 from isaaclab_arena.relations.kernels.pair_terms import allowed_axes, pair_term, push_pair, support_term
 from isaaclab_arena.relations.kernels.projection import carrier, parent_residual
 from isaaclab_arena.relations.kernels.tables import (
@@ -113,12 +113,14 @@ def _penalties(general: bool):
             f = T.rel_f[r]
             ci = ri[RI_CHILD]
             pi = ri[RI_PARENT]
+            x = S.x[b, ci]
+            if parked(x):
+                continue
             clo, chi = obj_bounds(T, S, b, e, ci)
             plo = clo
             phi = chi
             if pi >= 0:
                 plo, phi = obj_bounds(T, S, b, e, pi)
-            x = S.x[b, ci]
             depth, allowance, grad = relation_penalty(ri[RI_KIND], ri[RI_AXIS], ri[RI_FLAG], f, x, clo, chi, plo, phi)
             lim = float(0.0)
             if check_level != 0:
@@ -134,7 +136,7 @@ def _penalties(general: bool):
         for r in range(T.kind_start[INTERVAL_END]):
             ri = T.rel_i[r]
             pi = ri[RI_PARENT]
-            if pi >= 0 and pi < T.n_mov:
+            if pi >= 0 and pi < T.n_mov and not parked(S.x[b, ri[RI_CHILD]]):
                 res, shift = parent_residual(T, S, b, e, r)
                 vmax = wp.max(vmax, res)
                 w = T.rel_f[r][WEIGHT]
@@ -145,6 +147,8 @@ def _penalties(general: bool):
         if wp.static(general):
             # MESH support terms: an On footprint over its fixed support's mesh (the solver aims ``sm`` inside)
             for s in range(T.n_support):
+                if parked(S.x[b, T.mesh[0].sup_i[s][0]]):
+                    continue
                 ex, grow, sc, sm, sr = support_term(T, S, b, e, s)
                 if check_level == 0:
                     ex = ex + sm
@@ -170,6 +174,8 @@ def worst_penalty_subject(T: SceneTables, S: CandidateState, b: int, e: int) -> 
         ri = T.rel_i[r]
         ci = ri[RI_CHILD]
         pi = ri[RI_PARENT]
+        if parked(S.x[b, ci]):
+            continue
         clo, chi = obj_bounds(T, S, b, e, ci)
         plo = clo
         phi = chi

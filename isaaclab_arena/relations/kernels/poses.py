@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.geometry import rotated_offsets, yaw_quat
+from isaaclab_arena.relations.kernels.geometry import parked, rotated_offsets, yaw_quat
 from isaaclab_arena.relations.kernels.tables import (
     OF_RANDOM_POS,
     OF_RANDOM_ROT,
@@ -46,8 +46,10 @@ def face_to_update(T: SceneTables, S: CandidateState, b: int, e: int):
     for r in range(T.kind_start[FACE_TO], T.kind_start[FACE_TO + 1]):
         ri = T.rel_i[r]
         i = ri[RI_CHILD]
-        tlo, thi = obj_bounds(T, S, b, e, ri[RI_PARENT])
         p = S.x[b, i]
+        if parked(p):
+            continue
+        tlo, thi = obj_bounds(T, S, b, e, ri[RI_PARENT])
         dx = 0.5 * (tlo[0] + thi[0]) - p[0]
         dy = 0.5 * (tlo[1] + thi[1]) - p[1]
         if dx * dx + dy * dy > 1.0e-12:

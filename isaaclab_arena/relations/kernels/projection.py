@@ -5,7 +5,7 @@ from __future__ import annotations
 import warp as wp
 
 from isaaclab_arena.relations.kernels.freedom import can_move
-from isaaclab_arena.relations.kernels.geometry import BIG
+from isaaclab_arena.relations.kernels.geometry import BIG, parked
 from isaaclab_arena.relations.kernels.tables import (
     OI_PROJ0,
     OI_PROJ1,
@@ -104,9 +104,11 @@ def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio:
             st: wp.uint32) -> wp.uint32:
     """Clamps object i's origin into ``object_interval`` (with ``redraw``, first draws it anew there with
     ``draw_pose`` from random state ``st``) and records the interval used per axis; returns the advanced
-    random state. Kernels call it from one site each, so that it inlines."""
-    lo, hi = object_interval(T, S, b, e, i, at_ratio)
+    random state. Kernels call it from one site each, so that it inlines. A parked pool member stays put."""
     p = S.x[b, i]
+    if parked(p):
+        return st
+    lo, hi = object_interval(T, S, b, e, i, at_ratio)
     if redraw != 0:
         slo, shi = obj_bounds(T, S, b, e, T.obj_i[i][OI_SUPPORT])
         p, st = draw_pose(st, lo, hi, slo, shi, S.olo[b, i], S.ohi[b, i])

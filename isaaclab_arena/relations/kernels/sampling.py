@@ -8,6 +8,7 @@ from isaaclab_arena.relations.kernels.geometry import (
     BIG,
     box_overlaps,
     candidate_rng,
+    parked,
     vmin3,
 )
 from isaaclab_arena.relations.kernels.pair_terms import pair_term, support_term
@@ -183,7 +184,7 @@ def _kick(general: bool):
             o = worst_penalty_subject(T, S, b, e)
         if wp.static(general):
             for s in range(T.n_support):  # else a footprint off its support's mesh (e.g. over a sink cut-out)
-                if o < 0:
+                if o < 0 and not parked(S.x[b, T.mesh[0].sup_i[s][0]]):
                     ex, grow, sc, sm, sr = support_term(T, S, b, e, s)
                     if ex > T.slack:
                         o = sc

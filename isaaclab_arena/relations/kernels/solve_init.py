@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.geometry import BIG, PI, candidate_rng, yaw_quat
+from isaaclab_arena.relations.kernels.geometry import BIG, PI, candidate_rng, parked, yaw_quat
 from isaaclab_arena.relations.kernels.poses import face_to_update, solver_offsets
 from isaaclab_arena.relations.kernels.projection import (
     project,
@@ -89,11 +89,14 @@ def _init_kernel(general: bool):
             else:
                 S.olo[b, i] = T.local_lo[e, i]
                 S.ohi[b, i] = T.local_hi[e, i]
-            slo, shi = obj_bounds(T, S, b, e, T.obj_i[i][OI_SUPPORT])
-            S.x[b, i] = 0.5 * (slo + shi)
+            if not parked(S.x[b, i]):  # a parked pool member starts (and stays) at its parking spot
+                slo, shi = obj_bounds(T, S, b, e, T.obj_i[i][OI_SUPPORT])
+                S.x[b, i] = 0.5 * (slo + shi)
         clean = int(T.init_exact)
         for k in range(n):
             i = T.obj_i[k][OI_ORDER]
+            if parked(S.x[b, i]):
+                continue
             oi = T.obj_i[i]
             rank_i = oi[OI_RANK]
             cl = oi[OI_CLUTTER]
