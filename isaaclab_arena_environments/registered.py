@@ -64,7 +64,8 @@ _FACING = {"negative_x": 0.0, "positive_x": 3.141592653589793, "negative_y": 1.5
 
 
 def _franka_table_pick_and_place_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--embodiment", default="franka_panda", help="robot by embodiment registry name (e.g. franka_panda)")
+    p.add_argument("--embodiment", default="franka_panda",
+                   help="robot by embodiment registry name (franka_panda, kuka_iiwa, or any registered one)")
     p.add_argument("--pick_up_object", default="cube_4cm", help="object to pick up, by registry name (e.g. cube_4cm, "
                                                                  "box_tall)")
     p.add_argument("--robot_side", default="negative_x", choices=SIDES,
@@ -73,8 +74,10 @@ def _franka_table_pick_and_place_args(p: argparse.ArgumentParser) -> None:
 
 
 def _franka_table_pick_and_place(args) -> IsaacLabArenaEnvironment:
-    """A Franka on its stand placed by relations beside a 1.2 x 0.8 m table: On(floor), NextTo(table, side, 5 cm),
-    turned to face the table (RotateAroundSolution); a pick-up object (default a 4 cm cube) and a bowl On(table);
+    """A robot arm on its stand (``--embodiment``: the Franka by default, or ``kuka_iiwa``; its TCP, joints and
+    gripper come from its RobotDescription) placed by relations beside a 1.2 x 0.8 m table: On(floor),
+    NextTo(table, side, 5 cm), turned to face the table (RotateAroundSolution); a pick-up object (default a 4 cm
+    cube) and a bowl On(table);
     task PickAndPlaceTask(object -> bowl). The object (by the task) and the bowl are marked RequiresReachability,
     so ``ik_reachable`` keeps layouts where the robot reaches both. Actions: ``ik_rel`` (TCP deltas in the robot
     base frame) + gripper."""

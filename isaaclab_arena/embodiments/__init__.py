@@ -1,4 +1,4 @@
-"""Robot embodiments: placeable robots on stands, a registry, and the Franka Panda.
+"""Robot embodiments: placeable robots on stands, a registry, the Franka Panda and the KUKA iiwa.
 
 ``make_embodiment("franka_panda", "robot", {"stand_height_m": 0.75})`` builds one; ``list_embodiments()``
 names the registered ones. The Isaac Lab side (articulation, actions, observations, reset) is in

@@ -186,3 +186,45 @@ class Embodiment(PlaceableAsset):
         d = self.description
         return ReachabilityRobot(d.urdf_path, d.root_link, d.tcp_link,
                                  {j: d.default_joint_pos[j] for j in d.arm_joint_names})
+
+
+def pose_param(value, name: str) -> Pose | None:
+    """An ``initial_pose`` parameter as a :class:`Pose`: a ``Pose``, ``{position_xyz, rotation_xyzw}`` (env-local
+    metres, xyzw) or None."""
+    if value is None or isinstance(value, Pose):
+        return value
+    if isinstance(value, dict) and set(value) <= {"position_xyz", "rotation_xyzw"} and "position_xyz" in value:
+        return Pose(tuple(value["position_xyz"]), tuple(value.get("rotation_xyzw", (0.0, 0.0, 0.0, 1.0))))
+    raise ValueError(f"embodiment '{name}': initial_pose must be a Pose or {{position_xyz: [x, y, z], "
+                     f"rotation_xyzw: [x, y, z, w]}} (env-local metres), got {value!r}")
+
+
+def stand_robot_factory(description: RobotDescription):
+    """The registry factory of a robot on a box stand (what ``register_embodiment`` registers for ``franka_panda``
+    and ``kuka_iiwa``): ``factory(instance_name, **params) -> Embodiment`` with the parameters below."""
+
+    def factory(instance_name: str = "robot", stand_height_m: float = 0.75,
+                stand_size_xy_m: tuple[float, float] = (0.3, 0.3), initial_pose=None, action_mode: str = "joint_pos",
+                placement_bbox_stand_only: bool = True, enable_cameras: bool = False) -> Embodiment:
+        """A robot arm with its gripper on a box stand.
+
+        Args:
+            instance_name: Asset name (YAML id); the scene key is ``robot``.
+            stand_height_m: Stand height, metres: the arm's base is this high above the stand's bottom face.
+            stand_size_xy_m: Stand footprint, metres (centred under the base).
+            initial_pose: Fixed env-local root pose (``Pose`` or ``{position_xyz, rotation_xyzw}``); None stands
+                the robot on the floor at the env origin.
+            action_mode: ``joint_pos`` (7 arm joint targets + 1 gripper open/close), ``ik_abs`` or ``ik_rel``
+                (differential-IK TCP pose command + gripper).
+            placement_bbox_stand_only: Only ``True``: relations see the stand's box.
+            enable_cameras: Only ``False``: this embodiment carries no camera.
+        """
+        if enable_cameras:
+            raise ValueError(f"embodiment '{instance_name}' ({description.robot_name}): enable_cameras=true is not "
+                             "supported; this embodiment has no camera")
+        stand = StandCfg(size_xy_m=tuple(stand_size_xy_m), height_m=stand_height_m)
+        return Embodiment(instance_name, description, stand, pose_param(initial_pose, instance_name), action_mode,
+                          placement_bbox_stand_only)
+
+    factory.__name__ = factory.__qualname__ = description.robot_name
+    return factory

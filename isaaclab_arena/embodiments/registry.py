@@ -1,7 +1,7 @@
 """The embodiment registry: registry names (YAML ``embodiment.registry_name``, CLI ``--embodiment``) ->
 factories ``factory(instance_name: str, **params) -> Embodiment``.
 
-Built-in embodiments (``isaaclab_arena.embodiments.franka_panda``) are loaded on the first lookup.
+Built-in embodiments (``isaaclab_arena.embodiments.franka_panda``, ``...kuka_iiwa``) are loaded on the first lookup.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from isaaclab_arena.utils.checks import did_you_mean
 EmbodimentFactory = Callable[..., Any]
 
 _REGISTRY: dict[str, EmbodimentFactory] = {}
-_BUILTIN_MODULES = ("isaaclab_arena.embodiments.franka_panda",)
+_BUILTIN_MODULES = ("isaaclab_arena.embodiments.franka_panda", "isaaclab_arena.embodiments.kuka_iiwa")
 _loaded = False
 
 

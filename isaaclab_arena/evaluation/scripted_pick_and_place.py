@@ -45,7 +45,7 @@ class ScriptedPickAndPlacePolicy:
         env: The gym env (or its ``ManagerBasedRLEnv``) of a ``PickAndPlaceTask`` with an ``ik_rel`` robot.
         task: The env's ``PickAndPlaceTask``.
         members: ``{object set name: [member per env]}`` (``ArenaEnvBuilder.member_indices``).
-        tcp_link: The robot's tool-frame body.
+        tcp_link: The robot's tool-frame body (None: the builder's embodiment's ``RobotDescription.tcp_link``).
         position_gain: TCP displacement commanded per metre of error (the drives lag; > 1 speeds them up).
         max_step_m: Largest commanded displacement per axis per step, metres.
         release_height_m: Height of the object's bottom above the opening's floor when it is let go, metres.
@@ -70,9 +70,12 @@ class ScriptedPickAndPlacePolicy:
                               "has no task")
         if members is None and builder is not None:
             members = builder.member_indices
-        if tcp_link is None:
+        if tcp_link is None:  # the robot's own tool frame (RobotDescription.tcp_link), whichever arm it is
             robot = builder.arena_env.embodiment if builder is not None else None
-            tcp_link = robot.description.tcp_link if robot is not None else "panda_grasptarget"
+            if robot is None:
+                raise PolicyError("scripted_pick_and_place needs the robot's tool frame: give tcp_link (the TCP body "
+                                  "name), or build the env with an embodiment (ArenaEnvBuilder)")
+            tcp_link = robot.description.tcp_link
         self.env = env.unwrapped if hasattr(env, "unwrapped") else env
         u = self.env
         arm = u.action_manager.get_term("arm") if "arm" in u.action_manager.active_terms else None
