@@ -1,6 +1,7 @@
 """Benchmarks of the robot: batched IK reachability and a robot env's stepping rate. Prints ``bench ...`` lines.
 
     scripts/arena_python.sh scripts/bench_robot.py [--only ik,env] [--device cpu] [--num_envs 64]
+    scripts/arena_python.sh scripts/bench_robot.py --only success --embodiment kuka_iiwa [--num_episodes 64]
 
 * ``ik_checks_per_s``: candidates checked per second by ``IKReachabilityChecker.check`` for batches of 256
   and 1024 candidates, one ``RequiresReachability`` object each: a Franka on a 0.75 m stand beside a
@@ -12,6 +13,23 @@
 * ``pick_and_place_env_steps_per_s`` (``--only pick``): env-steps/s of the registered
   ``franka_table_pick_and_place`` env (robot placed by relations, ``ik_rel`` actions, task terms) driven by the
   scripted pick-and-place policy, resets included, after 20 warm-up steps: the median of 3 windows of 100 steps.
+* ``success`` (``--only success``): the scripted pick-and-place policy through the evaluation runner on the same
+  registered env with the robot ``--embodiment`` (default ``franka_panda``; ``kuka_iiwa`` for the second arm),
+  ``--num_episodes`` episodes (default 64, one layout each, placement seed 7), success rates on clean layouts and
+  on best-loss fallback layouts apart (``placement_fallback``, as the runner reports them); one line
+  ``bench success embodiment=... episodes=... success_clean=... success_fallback=...`` (``none`` when a kind
+  has no episode) with the counts, 95 % Wilson intervals and the wall time.
+
+* ``agreement`` (``--only agreement``): reachability verdicts of ``IKReachabilityChecker`` against the independent
+  reference of the tests (Pinocchio + projected DLS in float64, ``tests/reachability_reference.py``) on 1,000+
+  top-down grasps (``tests/reachability_agreement_cases.py``): 500 random ones around 50 turned and 50
+  relation-placed bases (the robot of ``robot/<arm>_pick_and_place.yaml`` placed by its relations) and 500
+  bisected near the reference's reach boundary. One line ``bench agreement embodiment=... targets=...
+  disagreements_refused=... disagreements_reached=... reference_missed=... outside_2mm=...``: both directions,
+  the reference's misses (the project's configuration confirmed by Pinocchio's FK) apart, and the disagreements
+  not within 2 mm of the boundary. ``--agreement_seed`` draws another sample.
+
+``--embodiment`` chooses the robot of the ``ik``, ``env``, ``pick``, ``success`` and ``agreement`` benchmarks.
 """
 
 from __future__ import annotations
@@ -50,12 +68,12 @@ def _sustained(fn, min_window_s: float = 1.0, windows: int = 3) -> float:
     return statistics.median(per_call)
 
 
-def bench_ik(device: str) -> None:
+def bench_ik(device: str, embodiment: str = "franka_panda") -> None:
     from isaaclab_arena.embodiments import make_embodiment
     from isaaclab_arena.reachability import IKReachabilityChecker
 
     t = time.perf_counter()
-    checker = IKReachabilityChecker(make_embodiment("franka_panda").reachability_robot, device=device)
+    checker = IKReachabilityChecker(make_embodiment(embodiment).reachability_robot, device=device)
     setup = time.perf_counter() - t
     for batch in (256, 1024):
         base, obj = _candidates(batch)
@@ -64,13 +82,13 @@ def bench_ik(device: str) -> None:
         first = time.perf_counter() - t
         checker.check(base, obj)
         sec = _sustained(lambda: checker.check(base, obj))
-        print(f"bench ik batch={batch} objects_per_candidate=1 device={device} ik_checks_per_s={batch / sec:.0f} "
+        print(f"bench ik embodiment={embodiment} batch={batch} objects_per_candidate=1 device={device} ik_checks_per_s={batch / sec:.0f} "
               f"ms_per_batch={sec * 1e3:.1f} reachable={result.reachable.float().mean().item():.3f} "
               f"first_call_s={first:.2f} setup_s={setup:.2f} seeds={checker.n_seeds} iterations={checker.iterations}",
               flush=True)
 
 
-def bench_env(num_envs: int, steps: int = 200) -> None:
+def bench_env(num_envs: int, steps: int = 200, embodiment: str = "franka_panda") -> None:
     from isaaclab.app import launch_simulation
 
     from isaaclab_arena.embodiments import make_embodiment
@@ -79,7 +97,7 @@ def bench_env(num_envs: int, steps: int = 200) -> None:
     from isaaclab_arena.utils.pose import Pose
     from isaaclab_arena_environments.assets import library
 
-    robot = make_embodiment("franka_panda", "robot", {"initial_pose": Pose((-0.8, 0.0, 0.75))})
+    robot = make_embodiment(embodiment, "robot", {"initial_pose": Pose((-0.8, 0.0, 0.75))})
     mug = library.mug("mug", initial_pose=Pose((-0.3, 0.1, 0.80)))
     arena_env = IsaacLabArenaEnvironment("bench_robot", [library.table_background("table_background"), mug],
                                          embodiment=robot)
@@ -97,23 +115,31 @@ def bench_env(num_envs: int, steps: int = 200) -> None:
         dt = time.perf_counter() - t
         robot_art = env.unwrapped.scene["robot"]
         drift = (robot_art.data.joint_pos.torch - robot_art.data.default_joint_pos.torch).abs().max().item()
-        print(f"bench robot_env num_envs={num_envs} physics={builder.physics} robot_env_steps_per_s="
+        print(f"bench robot_env embodiment={embodiment} num_envs={num_envs} physics={builder.physics} "
+              f"robot_env_steps_per_s="
               f"{steps * num_envs / dt:.0f} steps={steps} joint_drift_rad={drift:.1e}", flush=True)
         env.close()
 
 
-def bench_pick_and_place(num_envs: int) -> None:
-    from isaaclab.app import launch_simulation
-
+def _pick_and_place_builder(embodiment: str, num_envs: int, gym_id: str, output_dir: str | None = None):
+    """``ArenaEnvBuilder`` of the registered pick-and-place env with robot ``embodiment`` (placement seed 7)."""
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
-    from isaaclab_arena.evaluation.policy import make_policy
     from isaaclab_arena_environments.registered import get_registered_environment
 
     add_args, build = get_registered_environment("franka_table_pick_and_place")
     parser = argparse.ArgumentParser(allow_abbrev=False)
     add_args(parser)
-    builder = ArenaEnvBuilder(build(parser.parse_args([])), ArenaEnvBuilderCfg(num_envs=num_envs, placement_seed=7,
-                                                                             gym_id="bench_pick_and_place"))
+    return ArenaEnvBuilder(build(parser.parse_args(["--embodiment", embodiment])),
+                           ArenaEnvBuilderCfg(num_envs=num_envs, placement_seed=7, gym_id=gym_id,
+                                              output_dir=output_dir))
+
+
+def bench_pick_and_place(num_envs: int, embodiment: str = "franka_panda") -> None:
+    from isaaclab.app import launch_simulation
+
+    from isaaclab_arena.evaluation.policy import make_policy
+
+    builder = _pick_and_place_builder(embodiment, num_envs, "bench_pick_and_place")
     env_cfg = builder.compose_manager_cfg()
     with launch_simulation(env_cfg, {"headless": True, "device": "cpu"}):
         env = builder.make_registered(env_cfg)
@@ -133,25 +159,87 @@ def bench_pick_and_place(num_envs: int) -> None:
             t = time.perf_counter()
             steps(100)
             windows.append(100 * num_envs / (time.perf_counter() - t))
-        print(f"bench pick_and_place_env num_envs={num_envs} physics={builder.physics} "
+        print(f"bench pick_and_place_env embodiment={embodiment} num_envs={num_envs} physics={builder.physics} "
               f"pick_and_place_env_steps_per_s={statistics.median(windows):.0f} "
               f"spread={min(windows):.0f}-{max(windows):.0f}", flush=True)
         env.close()
 
 
+def _rate(block: dict) -> str:
+    return "none" if not block["episodes"] else f"{block['success_rate']:.3f}"
+
+
+def bench_success(embodiment: str, num_envs: int, num_episodes: int = 64) -> None:
+    """Scripted pick-and-place success of ``embodiment`` over ``num_episodes`` episodes, clean and fallback
+    layouts apart (the evaluation runner's records: ``fallback`` marks a best-loss fallback layout)."""
+    import tempfile
+
+    from isaaclab_arena.evaluation.episodes import EvaluationSettings, evaluate
+
+    t = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench_success_") as out:
+        builder = _pick_and_place_builder(embodiment, num_envs, "bench_success", out)
+        summary = evaluate(builder, EvaluationSettings(policy_type="scripted_pick_and_place", num_episodes=num_episodes,
+                                                       progress=False, report=False), log=lambda line: None)
+    rates = summary["rates"]
+    clean, fallback = rates["clean"], rates["fallback"]
+    lo, hi = clean["wilson_95"]
+    print(f"bench success embodiment={embodiment} episodes={summary['num_episodes']} success_clean={_rate(clean)} "
+          f"success_fallback={_rate(fallback)} clean={clean['successes']}/{clean['episodes']} "
+          f"fallback={fallback['successes']}/{fallback['episodes']} clean_wilson95={lo:.3f}-{hi:.3f} "
+          f"num_envs={num_envs} physics={builder.physics} placement_seed={summary['placement_seed']} "
+          f"terminations={','.join(f'{k}:{v}' for k, v in summary['terminations'].items())} "
+          f"wall_s={time.perf_counter() - t:.0f}", flush=True)
+
+
+#: The shipped spec that places each arm by relations (the agreement's relation-placed bases).
+PICK_AND_PLACE_SPECS = {"franka_panda": "franka_pick_and_place.yaml", "kuka_iiwa": "kuka_iiwa_pick_and_place.yaml"}
+
+
+def bench_agreement(embodiment: str, seed: int) -> None:
+    """Prints the agreement of the project's reachability verdicts with the tests' independent reference."""
+    import os
+    import sys
+
+    from isaaclab_arena import ARENA_ROOT
+    from isaaclab_arena.embodiments import make_embodiment
+    from isaaclab_arena.reachability import IKReachabilityChecker
+
+    sys.path.insert(0, os.path.join(ARENA_ROOT, "tests"))  # the reference lives with the tests, apart from the code
+    from reachability_agreement_cases import agreement_problem
+
+    spec = PICK_AND_PLACE_SPECS.get(embodiment)
+    t = time.perf_counter()
+    problem = agreement_problem(embodiment, spec and os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "robot",
+                                                                   spec), rng_seed=seed)
+    build_s = time.perf_counter() - t
+    report = problem.compare(IKReachabilityChecker(make_embodiment(embodiment).reachability_robot))
+    print(f"bench agreement embodiment={embodiment} seed={seed} {report.line()} reference_s={build_s:.0f}", flush=True)
+    for case in report.cases:
+        print(f"  {case}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    parser.add_argument("--only", default="ik,env", help="comma list of: ik, env, pick")
+    parser.add_argument("--only", default="ik,env", help="comma list of: ik, env, pick, success, agreement")
+    parser.add_argument("--agreement_seed", type=int, default=7, help="sample of the agreement benchmark")
     parser.add_argument("--device", default="cpu", help="device of the IK check (cpu or cuda:0)")
-    parser.add_argument("--num_envs", type=int, default=64, help="envs of the robot env benchmark")
+    parser.add_argument("--num_envs", type=int, default=64, help="envs of the robot env benchmarks")
+    parser.add_argument("--embodiment", default="franka_panda",
+                        help="robot of the env, pick and success benchmarks, by embodiment registry name")
+    parser.add_argument("--num_episodes", type=int, default=64, help="episodes of the success benchmark (>= 64)")
     args = parser.parse_args()
     only = set(args.only.split(","))
     if "ik" in only:
-        bench_ik(args.device)
+        bench_ik(args.device, args.embodiment)
     if "env" in only:
-        bench_env(args.num_envs)
+        bench_env(args.num_envs, embodiment=args.embodiment)
     if "pick" in only:
-        bench_pick_and_place(args.num_envs)
+        bench_pick_and_place(args.num_envs, args.embodiment)
+    if "success" in only:
+        bench_success(args.embodiment, args.num_envs, args.num_episodes)
+    if "agreement" in only:
+        bench_agreement(args.embodiment, args.agreement_seed)
 
 
 if __name__ == "__main__":

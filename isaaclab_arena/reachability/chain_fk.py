@@ -32,13 +32,27 @@ class ChainFK:
 
     def forward(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``q`` (N, n_coords) joint positions (rad or m) -> tool position (N, 3) m, rotation (N, 3, 3)."""
+        position, rotation, _ = self._forward(q, jacobian=False)
+        return position, rotation
+
+    def forward_with_jacobian(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`forward` plus the geometric Jacobian (N, 6, n_coords) of the tool in the base frame: rows 0-2
+        the tool origin's velocity (m per rad or m), rows 3-5 its angular velocity (rad per rad; base axes)."""
+        return self._forward(q, jacobian=True)
+
+    def _forward(self, q: torch.Tensor, jacobian: bool):
         q = q.to(self.device, self.dtype)
         n = q.shape[0]
         transform = torch.eye(4, device=self.device, dtype=self.dtype).expand(n, 4, 4)
+        axes, origins, sliding = [], [], []
         for i, kind in enumerate(self._kinds):
             transform = transform @ self._origins[i]
             if kind == "fixed":
                 continue
+            if jacobian:  # the joint's axis and origin in the base frame (its own motion does not move them)
+                axes.append(transform[:, :3, :3] @ self._axes[i])
+                origins.append(transform[:, :3, 3])
+                sliding.append(kind == "prismatic")
             motion = torch.eye(4, device=self.device, dtype=self.dtype).repeat(n, 1, 1)
             angle = q[:, self._coord[i]]
             axis = self._axes[i]
@@ -47,7 +61,15 @@ class ChainFK:
             else:
                 motion[:, :3, :3] = axis_angle_matrix(axis, angle)
             transform = transform @ motion
-        return transform[:, :3, 3], transform[:, :3, :3]
+        position, rotation = transform[:, :3, 3], transform[:, :3, :3]
+        if not jacobian:
+            return position, rotation, None
+        axis = torch.stack(axes, -1)  # (N, 3, C)
+        lever = position[:, :, None] - torch.stack(origins, -1)
+        slide = torch.tensor(sliding, device=self.device)
+        linear = torch.where(slide, axis, torch.linalg.cross(axis, lever, dim=1))
+        angular = torch.where(slide, torch.zeros_like(axis), axis)
+        return position, rotation, torch.cat([linear, angular], 1)
 
 
 def axis_angle_matrix(axis: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:

@@ -15,6 +15,14 @@ How (no Python loop over candidates):
    turned toward the object (the first vertical joint rotated by the object's azimuth).
 3. Stage 2 re-solves only the problems stage 1 left unreached, from ``n_seeds - 1`` fixed quasi-random
    (Roberts sequence) configurations spread over the joint limits.
+3b. Stage 3 polishes the near misses (best score between 1 and :data:`NEAR_MISS_SCORE`) with the joint
+   limits held exactly and the rotation weight balanced toward the verdict's max()
+   (:func:`~isaaclab_arena.reachability.limit_polish.polish_within_limits`), from their best solution, their
+   best stage-2 ones (:data:`POLISH_STARTS`), the library solutions of the :data:`LIBRARY_STARTS` nearest
+   cells, and all of these through the other shoulder (j1 + pi, -j2, j3 + pi: the same tool poses on a
+   roll-pitch-roll shoulder, found by FK at construction; it reaches behind the base past j1's limits).
+   LM's soft limits and clamping, and its least-squares trade-off, miss grasps near the boundary that a
+   configuration inside the limits reaches within both thresholds.
 4. Every solution is clamped to the joint limits and measured by forward kinematics (:class:`ChainFK`);
    the verdict is about the clamped, feasible configuration, so limits are respected by construction.
 
@@ -33,6 +41,7 @@ import torch
 
 from isaaclab_arena.reachability.chain_fk import ChainFK, matrix_to_quat_xyzw, rotation_angle_between
 from isaaclab_arena.reachability.grasp_targets import top_down_grasp_targets
+from isaaclab_arena.reachability.limit_polish import polish_within_limits
 from isaaclab_arena.reachability.urdf_chain import UrdfChain, load_urdf_chain
 
 
@@ -89,6 +98,13 @@ def _roberts_fractions(count: int, dims: int) -> np.ndarray:
     k = np.arange(1, count + 1)[:, None]
     return np.mod(0.5 + k * alpha, 1.0)
 
+
+#: Stage 3 polishes problems whose best score is above 1 and below this (near misses of the boundary).
+NEAR_MISS_SCORE = 3.0
+#: Stage 3 starts from a problem's best solution and its ``POLISH_STARTS - 1`` best stage-2 solutions.
+POLISH_STARTS = 4
+#: ... and from the library solutions of the ``LIBRARY_STARTS`` nearest (reach, height) cells.
+LIBRARY_STARTS = 4
 
 #: Weight of the soft joint-limit objective (solutions are clamped to the limits afterwards anyway).
 LIMIT_WEIGHT = 10.0
@@ -191,6 +207,7 @@ class IKReachabilityChecker:
         self._solvers: dict[int, _Solver] = {}
         self._library_rz = torch.zeros(0, 2, device=tdev)
         self._library_q = torch.zeros(0, len(self.joint_names), device=tdev)
+        self._flip = self._find_shoulder_flip()
         if self._yaw_joint is not None:
             self._build_seed_library()
 
@@ -264,6 +281,7 @@ class IKReachabilityChecker:
         score = self._score(pos_err, rot_err, thresholds)
         rest = (score > 1).nonzero().squeeze(-1)
         s = self._spread.shape[0]
+        starts = q[:, None].clone()  # (M, 1 + k, C) stage-3 starting configurations
         if s and rest.numel():  # stage 2: the unreached problems from every spread seed
             q2, p2, r2 = self._solve_and_measure(pos[rest].repeat_interleave(s, 0), rot[rest].repeat_interleave(s, 0),
                                                  self._spread.repeat(rest.numel(), 1), weight)
@@ -274,14 +292,36 @@ class IKReachabilityChecker:
             upd, pick = rest[better], pick[better]
             q[upd], pos_err[upd], rot_err[upd] = q2[pick], p2[pick], r2[pick]
             score[upd] = best2[better]
+            # the k best stage-2 solutions of each problem also start stage 3 (other branches of the arm)
+            k = min(POLISH_STARTS - 1, s)
+            top = score2.topk(k, dim=1, largest=False).indices  # (R, k)
+            starts = torch.cat([q[:, None], q[:, None].expand(-1, k, -1).clone()], 1)
+            starts[rest, 1:] = q2.reshape(-1, s, q.shape[1]).gather(1, top[..., None].expand(-1, -1, q.shape[1]))
+        # stage 3: near misses, polished with the joint limits held exactly from their best solutions and the
+        # library's solutions of the nearest (reach, height) cells
+        near = ((score > 1) & (score < NEAR_MISS_SCORE)).nonzero().squeeze(-1)
+        if near.numel():
+            starts = torch.cat([starts[near], self._informed_seeds(pos[near], azimuth[near], LIBRARY_STARTS)], 1)
+            if self._flip is not None:  # the same poses through the other shoulder: j1 + pi, -j2, j3 + pi
+                starts = torch.cat([starts, self._flipped(starts)], 1)
+            n_start = starts.shape[1]
+            q3, p3, r3 = polish_within_limits(self._fk, pos[near].repeat_interleave(n_start, 0),
+                                              rot[near].repeat_interleave(n_start, 0),
+                                              starts.reshape(-1, q.shape[1]), self._lower, self._upper,
+                                              thresholds)
+            score3, arg = self._score(p3, r3, thresholds).reshape(-1, n_start).min(dim=1)
+            pick = torch.arange(near.numel(), device=pos.device) * n_start + arg
+            better = score3 < score[near]
+            upd, pick = near[better], pick[better]
+            q[upd], pos_err[upd], rot_err[upd], score[upd] = q3[pick], p3[pick], r3[pick], score3[better]
         return q, pos_err, rot_err, score
 
     def _build_seed_library(self) -> None:
         """Solves a grid of top-down targets in the plane of azimuth 0 (reach 0.1-1.1 m from the first joint's
         axis, height -0.6 to +1.0 m around its origin) and keeps the reached ones as stage-1 seeds."""
         tdev = self._home.device
-        reach = torch.linspace(0.1, 1.1, 11, device=tdev)
-        height = torch.linspace(-0.6, 1.0, 9, device=tdev)
+        reach = torch.linspace(0.05, 1.1, 22, device=tdev)
+        height = torch.linspace(-0.6, 1.0, 17, device=tdev)
         r, z = torch.meshgrid(reach, height, indexing="ij")
         pos = torch.stack([r.reshape(-1), torch.zeros_like(r).reshape(-1), z.reshape(-1) + self._reach_centre[2]], -1)
         base = torch.tensor([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]], device=tdev)
@@ -291,19 +331,50 @@ class IKReachabilityChecker:
         self._library_rz = torch.stack([pos_b[0, keep, 0], pos_b[0, keep, 2]], -1)
         self._library_q = q[keep]
 
-    def _informed_seeds(self, pos: torch.Tensor, azimuth: torch.Tensor) -> torch.Tensor:
-        """Per target: the library solution nearest in (reach, height), or home, turned by the azimuth."""
+    def _find_shoulder_flip(self):
+        """``(j1, j2, j3)`` coordinate indices when turning the first joint by pi, negating the second and turning
+        the third by pi leaves every tool pose unchanged (a roll-pitch-roll shoulder, as on the Franka and the
+        iiwa), checked with the FK on fixed configurations; else None."""
+        if len(self.joint_names) < 3 or any(j.type == "prismatic" for j in self.chain.movable[:3]):
+            return None
+        frac = torch.tensor(_roberts_fractions(16, len(self.joint_names)), dtype=torch.float32, device=self._home.device)
+        q = self._lower + frac * (self._upper - self._lower)
+        flipped = q.clone()
+        flipped[:, 0], flipped[:, 1], flipped[:, 2] = q[:, 0] + math.pi, -q[:, 1], q[:, 2] + math.pi
+        (p, r), (pf, rf) = self._fk.forward(q), self._fk.forward(flipped)
+        same = bool(((p - pf).norm(dim=-1).max() < 1e-4) & (rotation_angle_between(r, rf).max() < 1e-3))
+        return (0, 1, 2) if same else None
+
+    def _flipped(self, q: torch.Tensor) -> torch.Tensor:
+        """(..., C) configurations through the other shoulder (:meth:`_find_shoulder_flip`), turned joints
+        wrapped into their limits where a turn of 2 pi brings them there, clamped otherwise."""
+        j1, j2, j3 = self._flip
+        out = q.clone()
+        out[..., j2] = -q[..., j2]
+        for j in (j1, j3):
+            turned = q[..., j] + math.pi
+            turned = torch.where(turned > self._upper[j], turned - 2 * math.pi, turned)
+            out[..., j] = turned
+        return torch.maximum(torch.minimum(out, self._upper), self._lower)
+
+    def _informed_seeds(self, pos: torch.Tensor, azimuth: torch.Tensor, count: int = 1) -> torch.Tensor:
+        """Per target: the ``count`` library solutions nearest in (reach, height), or home, turned by the
+        azimuth: (M, C), or (M, count, C) when ``count`` > 1."""
+        m = azimuth.numel()
         if self._library_q.shape[0]:
             rz = torch.stack([pos[:, :2].norm(dim=-1), pos[:, 2]], -1)
-            nearest = torch.cdist(rz, self._library_rz).argmin(dim=1)
-            seeds = self._library_q[nearest].clone()
+            k = min(count, self._library_q.shape[0])
+            nearest = torch.cdist(rz, self._library_rz).topk(k, dim=1, largest=False).indices  # (M, k)
+            seeds = self._library_q[nearest]
+            if k < count:
+                seeds = torch.cat([seeds, seeds[:, :1].expand(-1, count - k, -1)], 1)
         else:
-            seeds = self._home.repeat(azimuth.numel(), 1)
+            seeds = self._home.expand(m, count, -1).clone()
         if self._yaw_joint is not None:
             j = self._yaw_joint
-            turned = torch.remainder(seeds[:, j] + azimuth + math.pi, 2 * math.pi) - math.pi
-            seeds[:, j] = torch.clamp(turned, self._lower[j], self._upper[j])
-        return seeds
+            turned = torch.remainder(seeds[..., j] + azimuth[:, None] + math.pi, 2 * math.pi) - math.pi
+            seeds[..., j] = torch.clamp(turned, self._lower[j], self._upper[j])
+        return seeds[:, 0] if count == 1 else seeds
 
     def _solver_for(self, count: int) -> _Solver:
         bucket = max(64, 1 << (count - 1).bit_length())
