@@ -97,6 +97,7 @@ def test_sizes_match_an_independent_computation():
 
 
 # -- (b) docs/ASSETS.md is what the generator writes ----------------------------------------------------------
+@pytest.mark.slow
 def test_the_assets_page_is_up_to_date(tmp_path):
     out = arena(tmp_path, GENERATOR, "--out_dir", tmp_path / "docs", timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -126,6 +127,7 @@ def _rows(stdout: str) -> dict[str, str]:
     return {line.split()[0]: line for line in stdout.splitlines() if line.strip()}
 
 
+@pytest.mark.slow
 def test_list_assets_prints_the_table_from_any_folder_without_a_scene(tmp_path):
     out = arena(tmp_path, RUNNER, "--list_assets", timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -161,6 +163,7 @@ print("LOADED=" + ",".join(loaded))
 """
 
 
+@pytest.mark.slow
 def test_list_assets_loads_no_simulation_or_solver(tmp_path):
     out = arena(tmp_path, "-c", LIST_PROBE.format(script=os.path.join(ARENA_ROOT, RUNNER)), timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]

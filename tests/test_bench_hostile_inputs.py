@@ -9,6 +9,9 @@ import os
 from _outside import arena
 
 from isaaclab_arena import ARENA_ROOT
+import pytest
+
+pytestmark = [pytest.mark.slow]
 
 BENCH = os.path.join(ARENA_ROOT, "scripts", "bench_hostile_inputs.py")
 

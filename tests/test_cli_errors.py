@@ -7,6 +7,9 @@ import subprocess
 import sys
 
 from isaaclab_arena import ARENA_ROOT
+import pytest
+
+pytestmark = [pytest.mark.slow]
 
 RUNNER = os.path.join(ARENA_ROOT, "isaaclab_arena", "scripts", "environment_runner.py")
 

@@ -120,6 +120,7 @@ def _assert_rest(state, name, z, xy):
     assert torch.all(speed < 1e-2), f"{name} still moving: {speed.tolist()}"
 
 
+@pytest.mark.sim
 def test_dynamic_assets_rest_on_a_table_where_their_meshes_say(tmp_path):
     # (registry name, x, y); each is released 5 mm above the table, a 4 cm cube 2 cm above its inner floor
     bodies = {"bowl": ("hollow_bowl", -0.35, 0.15, library.BOWL_USD),
@@ -145,6 +146,7 @@ def test_dynamic_assets_rest_on_a_table_where_their_meshes_say(tmp_path):
     assert abs(expected["cube_in_shelf"][0] - (TABLE_TOP_Z + 0.02)) < 1e-6  # under the shelf, on the table
 
 
+@pytest.mark.sim
 def test_kitchen_counter_sink_and_stove_hold_objects_where_their_meshes_say(tmp_path):
     counter = usd_collision_mesh(library.KITCHEN_COUNTER_USD).mesh
     spots = {"cube_on_counter": (0.05, 0.0), "cube_in_sink": (-0.3, 0.0), "cube_on_stove": (0.5, 0.0),

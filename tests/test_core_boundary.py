@@ -129,17 +129,20 @@ def fresh_core_import(tmp_path_factory):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", [_module_case(m) for m in CORE_MODULES])
 def test_core_module_pulls_in_no_simulator_or_usd(fresh_core_import, module):
     assert module not in fresh_core_import["blame"], \
         f"importing {module} imported {fresh_core_import['blame'][module]}"
 
 
+@pytest.mark.slow
 def test_core_import_and_placement_leave_simulator_and_usd_unloaded(fresh_core_import):
     assert fresh_core_import["loaded"] == [] or set(fresh_core_import["blame"]) <= set(KNOWN_BREAKS), fresh_core_import
     assert fresh_core_import["passed"] == [True, True]  # the placer really ran on plain geometry
 
 
+@pytest.mark.slow
 def test_relations_model_does_not_import_the_asset_model(fresh_core_import):
     # assets import relations (markers such as IsAnchor); the reverse would be a cycle
     assert fresh_core_import["relations_loads_assets"] is False
@@ -168,6 +171,7 @@ print("SIZE", *box.size, "BOTTOM", result.positions["bin"][2] + box.min_point[2]
 """
 
 
+@pytest.mark.slow
 def test_usd_bounds_without_a_reader_say_what_to_import(tmp_path):
     usd = os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "assets", "usd", "bin.usda")
     out = subprocess.run([sys.executable, "-c", _NO_READER.format(usd=usd)], cwd=tmp_path, capture_output=True,

@@ -114,6 +114,7 @@ def test_snapshot_losses_end_at_the_solved_loss_and_fill_stopped_candidates():
     assert (loss > 0).all()  # a conflict: never zero
 
 
+@pytest.mark.slow
 def test_debug_flags_off_never_import_the_view():
     code = ("import sys, torch\n"
             "from isaaclab_arena.relations.object_placer import ObjectPlacer\n"
@@ -137,6 +138,7 @@ def _hide_rerun(tmp_path) -> str:
     return str(folder)
 
 
+@pytest.mark.slow
 def test_without_rerun_the_flag_fails_with_the_install_command(tmp_path):
     code = ("from isaaclab_arena.relations.object_placer import ObjectPlacer\n"
             "from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams\n"
@@ -288,6 +290,7 @@ def test_yaml_placer_params_debug_visualize_writes_the_recording(tmp_path):
     assert path.stat().st_size > 0 and pool.placer.debug_view.batches >= 1
 
 
+@pytest.mark.slow
 def test_runner_flag_without_rerun_is_one_error_line_with_the_install_command(tmp_path):
     runner = os.path.join(ARENA_ROOT, "isaaclab_arena", "scripts", "environment_runner.py")
     spec = os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "tabletop", "mug_bowl_table.yaml")

@@ -59,6 +59,7 @@ def work(tmp_path_factory):
     return d
 
 
+@pytest.mark.sim
 def test_two_ranks_give_the_single_process_records(work):
     out = _torchrun(work, 2, *COMMON, "--output_dir", "two")
     assert out.returncode == 0, out.stderr[-3000:]
@@ -77,6 +78,7 @@ def test_two_ranks_give_the_single_process_records(work):
     assert "world_size was 2" in line and "has 1" in line, line
 
 
+@pytest.mark.sim
 def test_a_killed_rank_resumes_with_nothing_duplicated_or_lost(work):
     args = [a if a != "scripted_pick_and_place" else "kill_policies.KillOnce" for a in COMMON]
     out = _torchrun(work, 2, *args, "--output_dir", "killed", restarts=1)
@@ -90,6 +92,7 @@ def test_a_killed_rank_resumes_with_nothing_duplicated_or_lost(work):
     assert [dict(r, policy=None) for r in records] == [dict(r, policy=None) for r in single]
 
 
+@pytest.mark.sim
 def test_distributed_outside_torchrun_is_refused(work):
     out = arena(work, POLICY_RUNNER, "--distributed", *COMMON, "--output_dir", "nope", *ENV_ARGS)
     line = refusal(out)
@@ -97,6 +100,7 @@ def test_distributed_outside_torchrun_is_refused(work):
     assert not (work / "nope").exists()
 
 
+@pytest.mark.sim
 def test_two_nodes_of_one_process_each_with_a_c10d_rendezvous(work):
     """Multi-node as on a cluster, on this machine: two launchers, one per 'node', meeting at a c10d endpoint."""
     import socket

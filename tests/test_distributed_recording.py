@@ -126,6 +126,7 @@ def test_pool_share_gets_the_global_envs_layouts():
 
 
 # ---- through the launcher ---------------------------------------------------------------------------------------
+@pytest.mark.sim
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_two_ranks_byte_identical_to_one_process(single, tmp_path):
@@ -144,6 +145,7 @@ def test_two_ranks_byte_identical_to_one_process(single, tmp_path):
     assert "Saved 16/16 accepted layouts" in out.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.distributed
 def test_distributed_outside_torchrun_is_refused(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
@@ -154,6 +156,7 @@ def test_distributed_outside_torchrun_is_refused(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow
 @pytest.mark.distributed
 def test_resume_with_another_world_size_is_refused(tmp_path):
     from isaaclab_arena.offline_placement.distributed_recording import shards_folder
@@ -172,6 +175,7 @@ def test_resume_with_another_world_size_is_refused(tmp_path):
     assert sorted(os.listdir(folder)) == before
 
 
+@pytest.mark.sim
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_sigkill_of_a_rank_resumes_without_duplicates_or_losses(single, tmp_path):

@@ -83,6 +83,8 @@ def user_folder(tmp_path) -> str:
     return str(ws)
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [p for p in pages() if p != "GETTING_STARTED.md" and blocks(p)])
 def test_every_snippet_of_the_page_runs(page, tmp_path):
     before = set(os.listdir(ARENA_ROOT))
@@ -99,6 +101,8 @@ def test_docs_pages_are_linked_from_the_index_and_the_readme():
         assert "docs/GETTING_STARTED.md" in f.read()
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_getting_started_from_a_clean_clone(tmp_path):
     """A newcomer's path: clone, then every block of docs/GETTING_STARTED.md in order, from the clone."""
     clone = tmp_path / "arena"

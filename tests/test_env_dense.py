@@ -16,6 +16,8 @@ import torch
 
 from isaaclab_arena import ARENA_ROOT
 
+pytestmark = [pytest.mark.sim]
+
 SPEC = os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "tabletop", "dense_tabletop.yaml")
 TOP_Z = 0.75
 NUM_ENVS = 4

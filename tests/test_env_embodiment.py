@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+pytestmark = [pytest.mark.sim]
+
 NUM_ENVS = 4
 YAW = math.radians(30.0)
 BASE = ((-0.8, 0.0, 0.75), (0.0, 0.0, math.sin(YAW / 2), math.cos(YAW / 2)))

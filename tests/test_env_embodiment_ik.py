@@ -8,6 +8,8 @@ import math
 import pytest
 import torch
 
+pytestmark = [pytest.mark.sim]
+
 NUM_ENVS = 2
 BASE_XYZ = (0.5, -0.2, 0.6)
 #: Target in the base frame: 10 cm forward, 10 cm left and 15 cm below the home TCP (0.307, 0, 0.485),

@@ -49,6 +49,7 @@ def built():
         env.close()
 
 
+@pytest.mark.sim
 def test_scene_entities_follow_the_assets(built):
     env = built["env"].unwrapped
     scene_keys = set(env.scene.keys())
@@ -59,6 +60,7 @@ def test_scene_entities_follow_the_assets(built):
     assert env.num_envs == NUM_ENVS
 
 
+@pytest.mark.sim
 def test_reset_writes_the_spec_poses_in_every_env(built):
     arena_env = built["arena_env"]
     for name, pos in built["after_reset"].items():
@@ -66,6 +68,7 @@ def test_reset_writes_the_spec_poses_in_every_env(built):
         torch.testing.assert_close(pos, expected, atol=1e-4, rtol=0)
 
 
+@pytest.mark.sim
 def test_objects_come_to_rest_on_the_table(built):
     for name, half in HALF_HEIGHTS.items():
         z = built["rest"][name][:, 2]
@@ -76,6 +79,7 @@ def test_objects_come_to_rest_on_the_table(built):
         assert torch.all((built["rest"][name][:, :2] - xy0).norm(dim=-1) < 5e-3)
 
 
+@pytest.mark.sim
 def test_partial_reset_moves_only_the_reset_env(built):
     env = built["env"].unwrapped
     before = {n: _local(env, n) for n in HALF_HEIGHTS}

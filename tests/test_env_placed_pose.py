@@ -10,6 +10,7 @@ import torch
 
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+import pytest
 
 
 def _scene():
@@ -29,6 +30,7 @@ def test_failed_or_disabled_write_back_leaves_assets_untouched():
     assert all(a.placed_pose is None for a in arena_env.get_placed_assets())
 
 
+@pytest.mark.sim
 def test_placed_poses_spawn_the_env_without_solving():
     from isaaclab.app import launch_simulation
 

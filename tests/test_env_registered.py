@@ -19,6 +19,7 @@ import torch
 TOP_Z = 0.75
 
 
+@pytest.mark.sim
 def test_policy_runner_places_and_steps_the_registered_env(tmp_path, capsys):
     from isaaclab_arena.evaluation.policy_runner import main
 
@@ -41,6 +42,7 @@ def test_policy_runner_places_and_steps_the_registered_env(tmp_path, capsys):
     assert json.load(open(os.path.join(out, "run_summary.json")))["steps"] == 40
 
 
+@pytest.mark.sim
 def test_placement_layouts_before_the_env_name_replays_in_a_registered_env(tmp_path):
     from isaaclab_arena.evaluation.policy_runner import main
     from isaaclab_arena.relations.placement_layouts import layouts_from_root_poses
@@ -58,6 +60,7 @@ def test_placement_layouts_before_the_env_name_replays_in_a_registered_env(tmp_p
     assert "placement" not in summary  # nothing was solved
 
 
+@pytest.mark.sim
 def test_fallback_env_is_reported_and_highlighted(tmp_path, capsys):
     from isaaclab_arena.assets.object_reference import ObjectReference
     from isaaclab_arena.assets.object_set import RigidObjectSet

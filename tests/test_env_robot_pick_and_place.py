@@ -14,6 +14,8 @@ import pytest
 import torch
 from reachability_reference import PinocchioReach, top_down_target
 
+pytestmark = [pytest.mark.sim]
+
 NUM_ENVS = 4
 TABLE = ((-0.6, -0.4, 0.71), (0.6, 0.4, 0.75))  # tabletop world box, metres
 STAND = 0.75

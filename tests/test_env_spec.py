@@ -386,6 +386,7 @@ relations:
 """
 
 
+@pytest.mark.sim
 def test_procedural_entries_rest_where_their_bounds_say(tmp_path):
     """Spawned from the spec, each shape settles with its bounds' bottom on the surface below it (top of the
     table at z = 0.40 m, top of the static stand at z = 0.50 m): the collider matches the geometry the

@@ -300,6 +300,7 @@ def test_runner_parser_gets_the_declared_flags(files):
           key="arg")
 
 
+@pytest.mark.slow
 def test_environment_runner_refuses_an_unknown_override(files):
     _, task = files
     out = subprocess.run([sys.executable, RUNNER, "--env_spec", task, "--object", "cube_9cm"], cwd=ARENA_ROOT,
@@ -410,6 +411,7 @@ def test_python_env_cfg_overrides_write_to_yaml(files, tmp_path):
 
 
 # -- a real kit-less env ---------------------------------------------------------------------------------------
+@pytest.mark.sim
 def test_real_env_with_all_three_keys(files, tmp_path):
     """Task includes the scene, --object swaps mug to cube_12cm, env_cfg_override sets dt/decimation/episode."""
     import torch

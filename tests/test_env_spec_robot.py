@@ -177,6 +177,7 @@ def _runner(tmp_path, *args):
                           timeout=600)
 
 
+@pytest.mark.slow
 def test_runner_embodiment_flag_is_checked(tmp_path):
     out = _runner(tmp_path, "--env_spec", SPEC, "--embodiment", "ur10", "--num_steps", "1")
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr

@@ -258,6 +258,7 @@ def test_default_env_spacing_follows_the_scene_extent(tmp_path):
         FALLBACK_ENV_SPACING_M
 
 
+@pytest.mark.sim
 def test_real_env_gets_the_spec_env_count_and_spacing(tmp_path):
     """A kit-less env built without any count or spacing in the builder cfg has the spec's 3 envs, 1.75 m apart."""
     import torch
@@ -282,6 +283,8 @@ def test_real_env_gets_the_spec_env_count_and_spacing(tmp_path):
 
 
 # -- through the runner, from a folder outside the repository ----------------------------------------------------
+@pytest.mark.sim
+@pytest.mark.slow
 def test_runner_uses_the_spec_run_settings(tmp_path):
     (tmp_path / "scene.yaml").write_text(SCENE)
     out = _run(tmp_path, "--env_spec", "scene.yaml", "--num_steps", "1", "--no-pictures", "--placement_seed", "5")
@@ -294,6 +297,7 @@ def test_runner_uses_the_spec_run_settings(tmp_path):
     assert max(mug_x) <= 0.1 + 1e-4  # the position limit with an id and the null reference were honoured
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("old,new,fragments", [
     ("clearance_m: 0.01", "clearance_m: 5.0", ("relations[2] (id 'bowl_on_table'", "key 'params.clearance_m'",
                                                 "larger than its support 'table'")),

@@ -82,6 +82,8 @@ def recorded(user_dir):
     return path
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_plugin_policy_from_the_users_folder_records_every_episode(user_dir):
     out = arena(user_dir, POLICY_RUNNER, "--policy_type", "my_policies.SlowScripted", "--policy_arg", "gain=3.0",
                 "--num_envs", "4", "--num_episodes", "6", "--placement_seed", "7", "--output_dir", "plugin", ENV,
@@ -146,6 +148,7 @@ class SuccessProbe:
         self._observe()
 
 
+@pytest.mark.sim
 def test_records_agree_with_the_simulators_success_signal(tmp_path, monkeypatch):
     import argparse
 
@@ -178,6 +181,8 @@ def test_records_agree_with_the_simulators_success_signal(tmp_path, monkeypatch)
     assert _records(tmp_path / "episodes.jsonl") == records
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_identical_records_for_4_and_16_envs_on_recorded_layouts(user_dir, recorded):
     for n in (4, 16):
         out = arena(user_dir, POLICY_RUNNER, "--policy_type", "scripted_pick_and_place", "--num_envs", str(n),
@@ -192,6 +197,8 @@ def test_identical_records_for_4_and_16_envs_on_recorded_layouts(user_dir, recor
     assert any(r["success"] for r in four)
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_remote_policy_served_from_a_second_process_gives_the_local_records(user_dir):
     local = arena(user_dir, POLICY_RUNNER, "--policy_type", "my_policies.Zeros", "--policy_arg", "scale=0.5",
                   "--num_envs", "2", "--num_episodes", "2", "--placement_seed", "5", "--output_dir", "local",
@@ -222,6 +229,8 @@ def test_remote_policy_served_from_a_second_process_gives_the_local_records(user
         server.wait(timeout=30)
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_experiment_with_two_runs_is_collated(user_dir):
     (user_dir / "exp.yaml").write_text(textwrap.dedent(f'''
         name: two_policies
@@ -250,6 +259,8 @@ def test_experiment_with_two_runs_is_collated(user_dir):
     assert (root / "report.html").is_file()
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["bad_class", "wrong_shape", "unknown_env", "unknown_policy", "unknown_factor",
                                   "missing_checkpoint", "wrong_size_checkpoint", "unreachable_server"])
 def test_bad_input_is_one_line_and_writes_nothing(user_dir, case):

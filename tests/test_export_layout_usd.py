@@ -238,6 +238,7 @@ def test_refusals_of_the_function_leave_files_alone(tmp_path, exported):
     assert sorted(os.listdir(tmp_path)) == ["taken.usda"]  # nothing written, no temporary file left
 
 
+@pytest.mark.slow
 def test_command_line_from_outside_the_repository(tmp_path):
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
     from isaaclab_arena.export.env_layouts import first_reset_layouts
@@ -266,7 +267,7 @@ def test_command_line_from_outside_the_repository(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["stage.usda"]
 
 
-@pytest.mark.slow
+@pytest.mark.sim
 def test_exported_stage_rests_in_a_kitless_isaac_lab_env(exported):
     """The 16-env grid loaded as one global prim of a 1-env scene (OV PhysX, CPU); ``RigidObjectCfg(spawn=None)``
     views bind to the exported bodies. 60 env steps (1 s): every object rests where exported, lowered by the On

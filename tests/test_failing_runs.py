@@ -53,6 +53,7 @@ def _block(stdout: str) -> list[str]:
     return lines[start:]
 
 
+@pytest.mark.slow
 def test_a_failed_run_writes_its_picture_and_summary_and_ends_with_one_block(tmp_path):
     out = arena(tmp_path, RUNNER, "--env_spec", _scene(tmp_path, False), "--num_envs", "2", "--num_steps", "2",
                 "--output_dir", "out", timeout=600)
@@ -79,6 +80,8 @@ def test_a_failed_run_writes_its_picture_and_summary_and_ends_with_one_block(tmp
     assert len(err) == 1 and err[0].startswith("error: Placement pool could not fill") and ". Try: " in err[0]
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_a_fallback_run_exits_0_and_says_so_last(tmp_path):
     out = arena(tmp_path, RUNNER, "--env_spec", _scene(tmp_path, True), "--num_envs", "2", "--num_steps", "2",
                 "--output_dir", "out", timeout=600)
@@ -90,6 +93,8 @@ def test_a_fallback_run_exits_0_and_says_so_last(tmp_path):
     assert summary["placement_outcome"]["status"] == "fallback" and summary["placement_outcome"]["envs"] == [0, 1]
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_a_run_that_places_everything_prints_no_block(tmp_path):
     scene = tmp_path / "ok.yaml"
     scene.write_text(CONFLICT.replace("  - {kind: not_next_to, subject: bowl, reference: mug, params: {side: positive_x}}\n",
@@ -143,6 +148,7 @@ def test_an_explanation_of_a_crowded_scene_stays_short():
 
 # -- Ctrl-C at any moment ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("after_s", [0.3, 1.0, 2.5])
 def test_ctrl_c_at_any_moment_is_one_line(tmp_path, after_s):
     """Start-up included: a Ctrl-C in the first seconds (imports) used to print a 24-line traceback, and one that
@@ -182,6 +188,8 @@ def test_a_task_naming_an_asset_outside_the_scene_is_refused_before_anything_is_
     IsaacLabArenaEnvironment("scene", [cube, bowl], task=PickAndPlaceTask(cube, bowl))  # accepted
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_a_task_whose_destination_is_the_floor_runs(tmp_path):
     """The floor (a static background) used to build the simulation and then raise AttributeError at the first
     observation; a static destination is now measured at its fixed pose."""

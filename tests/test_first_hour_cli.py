@@ -16,6 +16,8 @@ import torch
 from isaaclab_arena import ARENA_ROOT
 from _outside import POLICY_RUNNER, RECORDER, RUNNER, TABLETOP, arena, refusal
 
+pytestmark = [pytest.mark.slow]
+
 SPEC = os.path.join(TABLETOP, "mug_bowl_table.yaml")
 
 HELP_PROBE = """\

@@ -19,6 +19,8 @@ from isaaclab_arena import ARENA_ROOT
 from isaaclab_arena.relations.placement_layouts import PlacementLayouts
 from _outside import CLUTTER, RECORDER, TABLETOP, arena, arena_popen, refusal, without_recording_block
 
+pytestmark = [pytest.mark.slow]
+
 SHIPPED_VALIDATORS = os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "placement_validators.py")
 
 
@@ -32,6 +34,7 @@ def _help_example() -> list[str]:
     return words[1:]
 
 
+@pytest.mark.sim
 def test_the_help_example_runs_from_another_folder(tmp_path):
     args = _help_example()
     # the example's paths are the checkout's: from another folder, name the shipped spec by its full path
@@ -61,6 +64,7 @@ def _wait_for_batch(proc, pattern: str, timeout: float = 900) -> list[str]:
     raise AssertionError("no accepted batch seen:\n" + "".join(lines[-30:]) + proc.stderr.read()[-3000:])
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_an_interrupted_recording_keeps_its_accepted_layouts_in_a_valid_file(tmp_path, sig, status):
     shutil.copy(os.path.join(TABLETOP, "mug_bowl_table.yaml"), tmp_path / "scene.yaml")

@@ -18,6 +18,8 @@ import torch
 
 from _outside import CLUTTER, RUNNER, TABLETOP, arena, summary
 
+pytestmark = [pytest.mark.slow]
+
 MANAGER_TABLE = "Active Event Terms"
 
 
@@ -36,6 +38,7 @@ def first_run(tmp_path_factory):
     return cwd, out
 
 
+@pytest.mark.sim
 def test_paths_come_from_the_working_directory_and_outputs_land_in_its_outputs(first_run):
     cwd, out = first_run
     folder = cwd / "outputs" / "arena"
@@ -45,6 +48,7 @@ def test_paths_come_from_the_working_directory_and_outputs_land_in_its_outputs(f
     assert f"[arena] summary: {folder / 'run_summary.json'}" in out.stdout
 
 
+@pytest.mark.sim
 def test_a_run_without_seed_draws_one_prints_it_and_saves_the_command_that_reproduces_it(first_run):
     cwd, out = first_run
     s = summary(cwd / "outputs" / "arena")
@@ -68,6 +72,7 @@ def test_a_run_without_seed_draws_one_prints_it_and_saves_the_command_that_repro
     assert not [ln for ln in out.stdout.splitlines() if ln.startswith(("+--", "| "))], out.stdout
 
 
+@pytest.mark.sim
 def test_the_picture_says_how_many_envs_it_shows_and_the_diagnostics_list_only_used_checks(first_run):
     cwd, out = first_run
     assert "(solver layouts at reset; showing 16 of 20 envs (pick others with --picture_envs))" in out.stdout
@@ -82,6 +87,7 @@ def test_the_picture_says_how_many_envs_it_shows_and_the_diagnostics_list_only_u
     assert batch["checks"]["next_to"]["evaluated"] > 0
 
 
+@pytest.mark.sim
 def test_picture_envs_picks_the_drawn_envs_and_refuses_missing_ones(first_run):
     cwd, _ = first_run
     seed = summary(cwd / "outputs" / "arena")["placement_seed"]
@@ -105,6 +111,7 @@ def _layout(mug_x: float) -> dict:
     return {"source": "settled", "variations": {"scene.relation_placement": {"poses": poses}}}
 
 
+@pytest.mark.sim
 def test_a_replay_run_names_its_file_and_draws_the_replayed_layouts(tmp_path):
     shutil.copy(os.path.join(TABLETOP, "mug_bowl_table.yaml"), tmp_path / "scene.yaml")
     _layouts_file(tmp_path / "recorded.jsonl", [_layout(-0.3), _layout(0.1)])
@@ -130,6 +137,7 @@ def test_duplicate_keys_in_a_layouts_file_are_refused_with_file_line_and_key(tmp
     assert line.startswith(f"error: {tmp_path / 'dup.jsonl'}:2: duplicate key 'mug'"), line
 
 
+@pytest.mark.sim
 def test_clutter_is_drawn_after_physics_settled(tmp_path):
     shutil.copy(os.path.join(CLUTTER, "table_clutter.yaml"), tmp_path / "clutter.yaml")
     out = arena(tmp_path, RUNNER, "--env_spec", "clutter.yaml", "--num_envs", "2", "--num_steps", "60",

@@ -32,6 +32,7 @@ def _alias_bomb(levels: int = 9, under: str = "placer_params") -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 def test_alias_bomb_is_refused_at_once_in_one_short_line(tmp_path):
     path = write(tmp_path, _alias_bomb(), "bomb.yaml")
     out = arena(tmp_path, RUNNER, "--env_spec", path, timeout=120)  # it used to take minutes
@@ -188,6 +189,7 @@ def test_asset_id_must_be_a_prim_name(tmp_path, name):
         build_registered_asset("box", name, {"size": [0.1, 0.1, 0.1]})
 
 
+@pytest.mark.slow
 def test_env_name_with_a_space_is_refused_by_the_runner(tmp_path):
     with open(MUG_BOWL) as f:
         text = f.read().replace("env_name: mug_bowl_table", "env_name: my scene")
@@ -232,6 +234,7 @@ def test_replayed_position_too_large_for_float32_is_quoted_not_inf(tmp_path):
 
 # -- 5. command line -----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_output_dir_naming_a_file_is_refused_before_solving(tmp_path):
     (tmp_path / "taken").write_text("not a folder")
     line = refusal(arena(tmp_path, RUNNER, "--env_spec", MUG_BOWL, "--output_dir", "taken", timeout=120))
@@ -239,6 +242,7 @@ def test_output_dir_naming_a_file_is_refused_before_solving(tmp_path):
     assert "Errno" not in line
 
 
+@pytest.mark.slow
 def test_mistyped_flag_gets_a_suggestion(tmp_path):
     line = refusal(arena(tmp_path, RUNNER, "--env_spec", MUG_BOWL, "--num_env", "4", timeout=120))
     assert "unrecognized arguments: --num_env 4" in line and "did you mean --num_envs?" in line, line
@@ -256,6 +260,7 @@ def _no_display(cwd, *args, timeout: float = 600):
                           env=env)
 
 
+@pytest.mark.slow
 def test_view_without_a_display_says_so_and_names_the_recording(tmp_path):
     (tmp_path / "placement_debug.rrd").write_bytes(b"")
     line = refusal(_no_display(tmp_path, "-m", "isaaclab_arena.debug.rrd_contents", "placement_debug.rrd", "--view",
@@ -263,6 +268,8 @@ def test_view_without_a_display_says_so_and_names_the_recording(tmp_path):
     assert "needs a display" in line and str(tmp_path / "placement_debug.rrd") in line, line
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_debug_visualize_without_a_display_says_where_the_recording_goes(tmp_path):
     out = _no_display(tmp_path, RUNNER, "--env_spec", MUG_BOWL, "--num_steps", "0", "--debug_visualize",
                       "--no-pictures")

@@ -62,6 +62,7 @@ def placed():
     return {"vb": vb, "names": names, "reach": reach, "result": result, "robot": robot}
 
 
+@pytest.mark.slow
 def test_check_runs_as_an_expensive_check_with_an_embodiment(placed):
     from isaaclab_arena.reachability.ik_validator import IKReachableValidator
 
@@ -86,6 +87,7 @@ def test_check_does_not_apply_without_an_embodiment():
         ObjectPlacer(ObjectPlacerParams(enabled_checks=["no_overlap", "ik_reachable"])).runner
 
 
+@pytest.mark.slow
 def test_reachable_verdicts_hold_in_float64_with_pinocchio(placed):
     vb, result = placed["vb"], placed["result"]
     ref = PinocchioReach(seeds=1)
@@ -104,6 +106,7 @@ def test_reachable_verdicts_hold_in_float64_with_pinocchio(placed):
     assert checked > 5
 
 
+@pytest.mark.slow
 def test_unreachable_verdicts_agree_with_pinocchio_outside_2mm(placed):
     vb = placed["vb"]
     ref = PinocchioReach()
@@ -126,6 +129,7 @@ def test_unreachable_verdicts_agree_with_pinocchio_outside_2mm(placed):
     assert disagree == []
 
 
+@pytest.mark.slow
 def test_the_solved_base_is_checked_not_a_configured_one(placed):
     """The same object positions checked from the robot's default pose (at the env origin, facing +X) give
     other verdicts: the check reads each candidate's solved base."""
@@ -185,6 +189,7 @@ def test_marked_object_the_placer_cannot_locate_is_refused():
         _placer(robot).place_batch([*assets, loose], torch.zeros(2, dtype=torch.long), torch.arange(2), num_envs=1)
 
 
+@pytest.mark.slow
 def test_rejections_name_the_unreachable_object_and_its_ik_miss(placed):
     """Each rejected candidate is explained as the object out of reach, with the IK's remaining position error
     (metres) of that candidate; the pool's closest-miss text says the same."""

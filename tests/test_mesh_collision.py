@@ -67,6 +67,7 @@ def sat_depth(size_a, pa, qa, size_b, pb, qb) -> float:
     return depth
 
 
+@pytest.mark.slow
 def test_obb_depth_matches_float64_and_accepts_what_the_aabb_rejects():
     t = table()
     size_o, size_c = (0.40, 0.06, 0.10), (0.06, 0.06, 0.06)
@@ -152,6 +153,7 @@ def reference_depth(geo_subject, pose_s, target_mesh, target_parts, pose_t, anch
     return depth
 
 
+@pytest.mark.slow
 def test_mesh_pair_depth_and_verdicts_match_a_float64_recheck(meshes):
     t = table()
     bowl_pose = Pose((0.0, 0.0, TOP), yaw_q(0.4))

@@ -85,6 +85,7 @@ def collision_mesh_of(asset):
 
 
 # ---------------------------------------------------------------------------------------------- placement
+@pytest.mark.slow
 def test_tucked_objects_bbox_finds_nothing_mesh_finds_only_valid_layouts():
     env = load(TUCKED)
     rates = {mode: float(solve(env, mode).passed.float().mean()) for mode in ("bbox", "mesh")}
@@ -101,6 +102,7 @@ def test_tucked_objects_bbox_finds_nothing_mesh_finds_only_valid_layouts():
                 assert not inside_any(obstacle_parts, pts).any(), (name, obstacle)
 
 
+@pytest.mark.slow
 def test_kitchen_objects_never_touch_the_stove_or_stand_over_the_sink():
     env = load(KITCHEN)
     batch = solve(env)
@@ -179,6 +181,7 @@ def shifts(first: dict, last: dict):
     return out
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize("path, gym_id", [(TUCKED, "MeshTucked-v0"), (KITCHEN, "MeshKitchen-v0")])
 def test_mesh_layouts_do_not_move_when_simulated(path, gym_id):
     limits = PoseShiftValidator()
@@ -190,6 +193,7 @@ def test_mesh_layouts_do_not_move_when_simulated(path, gym_id):
         assert float(ang.max()) <= limits.max_rotation_deg, f"{n} turned {float(ang.max()):.2f} deg"
 
 
+@pytest.mark.sim
 def test_kitchen_on_boxes_is_the_control_objects_on_the_stove_move():
     limits = PoseShiftValidator()
     first, last = settle(KITCHEN, "MeshKitchenBox-v0", background_mode="bbox")

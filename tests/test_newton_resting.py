@@ -53,6 +53,7 @@ def _upright_bottom(pose: np.ndarray, half_height: float) -> float:
     return float(pose[2] - half_height * tilt_cos)
 
 
+@pytest.mark.sim
 def test_each_member_of_the_object_set_rests_on_the_table_at_its_own_size(settled):
     builder, poses, speeds = settled
     assert builder.member_indices["cube"] == [0, 1, 2]
@@ -62,6 +63,7 @@ def test_each_member_of_the_object_set_rests_on_the_table_at_its_own_size(settle
     assert np.all(speeds["cube"] < 5e-3), speeds["cube"]
 
 
+@pytest.mark.sim
 def test_the_cylinder_rests_on_the_table_without_sinking_or_creeping(settled):
     _, poses, speeds = settled
     bottoms = [_upright_bottom(p, 0.05) for p in poses["mug"]]  # mug: cylinder 0.10 m tall

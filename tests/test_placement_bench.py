@@ -21,6 +21,7 @@ def _rows(stdout: str) -> list[dict]:
             if line.startswith("bench ")]
 
 
+@pytest.mark.slow
 def test_bench_quick_mode_prints_parseable_lines(tmp_path):
     out = subprocess.run([sys.executable, os.path.join(SCRIPTS, "bench_placement.py"), "--quick", "--runs", "1"],
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
@@ -98,6 +99,7 @@ def test_sustained_discards_the_warm_up_and_takes_the_median_window(monkeypatch)
     assert s.cpu_median is None
 
 
+@pytest.mark.slow
 def test_bench_compare_runs_both_sides_from_outside_the_repo(tmp_path):
     cmd = [sys.executable, os.path.join(SCRIPTS, "bench_compare.py"), "--before", ROOT, "--after", ROOT,
            "--rounds", "1", "--quick", "--scenes", "mug_bowl", "--runs", "1", "--window_s", "0.05"]
@@ -117,6 +119,7 @@ def test_bench_compare_runs_both_sides_from_outside_the_repo(tmp_path):
     assert re.search(r"# round 1/1 mug_bowl before: .*\n# round 1/1 mug_bowl after: ", out.stdout)
 
 
+@pytest.mark.slow
 def test_bench_compare_refuses_a_folder_that_is_not_a_checkout(tmp_path):
     cmd = [sys.executable, os.path.join(SCRIPTS, "bench_compare.py"), "--before", str(tmp_path), "--after", ROOT]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)

@@ -241,6 +241,7 @@ def _build_and_run(spec: str, layouts_path: str, gym_id: str, settle_steps: int,
     return after_reset, batch
 
 
+@pytest.mark.sim
 def test_record_then_replay_round_trip_in_kitless_env(tmp_path):
     import os
 

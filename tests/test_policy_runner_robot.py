@@ -11,6 +11,9 @@ import subprocess
 import sys
 
 from isaaclab_arena import ARENA_ROOT
+import pytest
+
+pytestmark = [pytest.mark.sim, pytest.mark.slow]
 
 RUNNER = os.path.join(ARENA_ROOT, "isaaclab_arena", "evaluation", "policy_runner.py")
 

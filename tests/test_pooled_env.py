@@ -41,6 +41,7 @@ def _revalidate(builder, env):
     return batch
 
 
+@pytest.mark.sim
 def test_reset_writes_the_pooled_layouts_and_they_pass(tabletop):
     builder, env = tabletop
     pool = builder.placer
@@ -63,6 +64,7 @@ def test_reset_writes_the_pooled_layouts_and_they_pass(tabletop):
     assert os.path.isfile(pool.diagnostics.path)
 
 
+@pytest.mark.sim
 def test_objects_rest_on_the_table_after_stepping(tabletop):
     builder, env = tabletop
     for _ in range(60):
@@ -77,6 +79,7 @@ def test_objects_rest_on_the_table_after_stepping(tabletop):
         assert torch.all(moved < 5e-3), f"{name} slid {moved.tolist()} m"
 
 
+@pytest.mark.sim
 def test_partial_reset_changes_and_consumes_only_the_reset_envs(tabletop):
     builder, env = tabletop
     pool = builder.placer
@@ -91,6 +94,7 @@ def test_partial_reset_changes_and_consumes_only_the_reset_envs(tabletop):
         assert (after[n][2, :3] - before[n][2, :3]).abs().max() > 1e-3  # a new layout, not the old one
 
 
+@pytest.mark.sim
 def test_an_empty_partition_is_refilled_during_the_reset(tabletop):
     builder, env = tabletop
     pool = builder.placer
@@ -128,6 +132,8 @@ with launch_simulation(cfg, {"headless": True, "device": "cpu"}):
 """
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_same_placement_seed_reproduces_layouts_across_processes():
     spec = os.path.join(TABLETOP, "mug_bowl_table.yaml")
     procs = [subprocess.Popen([sys.executable, "-c", _SEED_SCRIPT, spec, seed], stdout=subprocess.PIPE,

@@ -40,6 +40,7 @@ def heterogeneous(tmp_path_factory):
     ctx.__exit__(None, None, None)
 
 
+@pytest.mark.sim
 def test_heterogeneous_envs_get_their_own_member_and_size(heterogeneous):
     builder, layout, rest, sizes, writer = heterogeneous
     assert builder.member_indices["cube"] == [0, 1, 2]

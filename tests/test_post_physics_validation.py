@@ -474,6 +474,7 @@ def _write_hinge_usd(path, locked: bool) -> str:
     return str(path)
 
 
+@pytest.mark.sim
 def test_articulation_link_shift_rejects_a_real_articulation_whose_link_swung(tmp_path):
     """Two articulated task objects resting on the ground: ``hinge``'s unactuated arm swings down under gravity
     (its link turns ~11 deg relative to the root), ``stiff``'s joint is limited to 0 deg and keeps its links.

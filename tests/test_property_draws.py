@@ -237,6 +237,7 @@ def _mu_from_distance(d, v0=1.0):
     return v0 * v0 / (2.0 * G * d)
 
 
+@pytest.mark.sim
 def test_sim_drawn_values_are_applied_and_lie_in_the_ranges(sim):
     assert sim["terms"] == ["plain", "slider"]
     v, mat, mass = sim["values0"]["slider"], sim["material0"]["slider"], sim["mass0"]["slider"]
@@ -254,6 +255,7 @@ def test_sim_drawn_values_are_applied_and_lie_in_the_ranges(sim):
                                                                                 DEFAULT_MU))
 
 
+@pytest.mark.sim
 def test_sim_draws_reproduce_per_env_whatever_the_grouping(sim):
     b = sim["builder"]
     seed = b.property_seed
@@ -271,6 +273,7 @@ def test_sim_draws_reproduce_per_env_whatever_the_grouping(sim):
     assert torch.allclose(sim["mass1"]["slider"].double(), v1["mass_kg"], atol=1e-6)
 
 
+@pytest.mark.sim
 def test_sim_stock_isaaclab_terms_run_at_reset_on_ovphysx(sim):
     r = sim["stock_ranges"]
     mat, mass = sim["material0"]["stock"], sim["mass0"]["stock"]
@@ -278,6 +281,7 @@ def test_sim_stock_isaaclab_terms_run_at_reset_on_ovphysx(sim):
     assert float(mass.min()) >= 2.0 - 1e-6 and float(mass.max()) <= 3.0 + 1e-6
 
 
+@pytest.mark.sim
 def test_sim_friction_measured_by_stopping_distance(sim):
     """A box given vx = 1 m/s on the ground stops after d = v0^2 / (2 mu g); PhysX averages the two materials'
     dynamic friction (the ground's is 0.5), so mu = (mu_box + 0.5) / 2."""
@@ -301,6 +305,7 @@ def test_sim_friction_measured_by_stopping_distance(sim):
     print(sim["report"])
 
 
+@pytest.mark.sim
 def test_sim_replay_override_applies_given_values(sim):
     mat, mass = sim["material_replay"], sim["mass_replay"]
     assert torch.allclose(mat[1, :, 0], torch.tensor(0.8)) and torch.allclose(mat[1, :, 1], torch.tensor(0.25))

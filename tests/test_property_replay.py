@@ -59,6 +59,8 @@ def test_a_replay_source_hands_each_env_the_record_of_its_layout():
     assert source.recorded_properties("mug", torch.tensor([1])) == [{"mass_kg": 3.0}]
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_recorded_properties_are_the_draws_and_a_replay_applies_them(tmp_path):
     from isaaclab_arena.assets.physical_properties import PhysicalPropertyRanges, draw_physical_properties
 

@@ -72,6 +72,7 @@ def work(tmp_path_factory):
     return d
 
 
+@pytest.mark.sim
 def test_ray_experiment_is_collated_identical_to_the_sequential_run_after_a_worker_dies(work):
     (work / "kill_me").write_text("")
     out = arena(work, EVAL_RUNNER, "--experiment", "exp.yaml", "--output_dir", "on_ray", "--ray", "--shard_episodes",
@@ -88,6 +89,7 @@ def test_ray_experiment_is_collated_identical_to_the_sequential_run_after_a_work
     assert "[ray] 4 tasks for 2 runs" in out.stdout
 
 
+@pytest.mark.sim
 def test_ray_cluster_with_a_worker_node_started_from_the_command_line(work):
     ray_cli = os.path.join(os.path.dirname(subprocess.run(
         [os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "ensure_env.sh")],
@@ -113,6 +115,7 @@ def test_ray_cluster_with_a_worker_node_started_from_the_command_line(work):
         subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120, env=env)
 
 
+@pytest.mark.sim
 def test_a_ray_address_that_does_not_answer_is_refused(work):
     out = arena(work, EVAL_RUNNER, "--experiment", "exp.yaml", "--output_dir", "noray", "--ray", "--ray_address",
                 f"127.0.0.1:{_free_port()}", timeout=900)

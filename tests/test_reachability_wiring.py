@@ -29,6 +29,7 @@ def arena_env():
     return ArenaEnvGraphSpec.from_yaml(SPEC).to_arena_env()
 
 
+@pytest.mark.slow
 def test_a_pool_built_from_the_spec_runs_ik_reachable_and_keeps_reachable_layouts(arena_env):
     assert arena_env.placer_params.reachability_config.embodiment is None  # nothing wired by hand
     pool = PooledObjectPlacer(arena_env.get_placement_assets(), arena_env.placer_params, num_envs=8)
@@ -59,6 +60,7 @@ def _unreachable(pool, arena_env) -> int:
     return bad
 
 
+@pytest.mark.slow
 def test_without_the_check_the_same_pool_keeps_unreachable_layouts(arena_env):
     import dataclasses
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from isaaclab_arena import ARENA_ROOT
+import pytest
 
 
 def _python_block() -> str:
@@ -18,6 +19,8 @@ def _python_block() -> str:
     return blocks[0]
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_readme_python_example_places_the_bowl_on_the_table(tmp_path):
     script = tmp_path / "readme_example.py"
     script.write_text(_python_block())

@@ -25,6 +25,7 @@ def work(tmp_path_factory):
     return d
 
 
+@pytest.mark.sim
 def test_specs_recorded_on_ray_equal_the_sequential_recordings(work):
     seq = arena(work, RECORD_MANY, "--specs", "scene_a.yaml", "scene_b.yaml", "--output_dir", "seq", "--", *OVERRIDES,
                 timeout=1500)

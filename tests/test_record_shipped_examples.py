@@ -49,6 +49,8 @@ def test_every_example_is_found():
     assert NOTHING_TO_RECORD | set(KNOWN_DEFAULT_FAILURES) <= names, "an exception names an example that is gone"
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", [_param(p) for p in EXAMPLES])
 def test_shipped_example_records_with_default_settings(spec, tmp_path):
     name = os.path.splitext(os.path.basename(spec))[0]

@@ -165,6 +165,8 @@ def cli_recording(tmp_path_factory, validators_dir):
     return out, proc
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_cli_writes_settled_lines_with_the_validation_block(cli_recording):
     out, proc = cli_recording
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -194,6 +196,8 @@ def test_cli_writes_settled_lines_with_the_validation_block(cli_recording):
     assert [line["validation"]["sampling"]["batch"] for line in lines] == [1, 2]
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_cli_console_lines_and_custom_target_rejections(cli_recording):
     out, proc = cli_recording
     text = proc.stdout
@@ -205,6 +209,8 @@ def test_cli_console_lines_and_custom_target_rejections(cli_recording):
     assert "Rejected 2: reject_odd_envs: env 1 is odd" in text
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_cli_replay_restores_the_settled_poses_and_they_stay_put(cli_recording):
     out, proc = cli_recording
     assert proc.returncode == 0
@@ -227,6 +233,8 @@ def test_cli_help_documents_the_exit_status(capsys):
     assert "2  a configuration error" in text
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_cli_shortfall_exits_0_and_writes_the_accepted_layouts(tmp_path, validators_dir):
     out = tmp_path / "short.jsonl"
     proc = _cli([f"env_spec={TABLE_SCENE}", f"output={out}", "num_envs=2", "env_spacing=2", "min_layouts=2",
@@ -240,6 +248,8 @@ def test_cli_shortfall_exits_0_and_writes_the_accepted_layouts(tmp_path, validat
     assert "shortfall" in proc.stderr and "only 1/2 layouts were accepted" in proc.stderr
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_cli_nothing_accepted_exits_1_and_writes_no_file(tmp_path, validators_dir):
     out = tmp_path / "none.jsonl"
     # A custom check no layout passes (the mug and bowl rest at z ~ 0.8 m, above its 0.5 m limit).
@@ -254,6 +264,7 @@ def test_cli_nothing_accepted_exits_1_and_writes_no_file(tmp_path, validators_di
     assert "no layout was accepted" in proc.stderr and "no file was written" in proc.stderr
 
 
+@pytest.mark.slow
 def test_cli_refuses_an_existing_output_and_leaves_it_untouched(tmp_path):
     out = tmp_path / "exists.jsonl"
     out.write_text("keep me\n")
@@ -263,6 +274,7 @@ def test_cli_refuses_an_existing_output_and_leaves_it_untouched(tmp_path):
     assert out.read_text() == "keep me\n"
 
 
+@pytest.mark.slow
 def test_cli_rejects_unknown_flags_and_bad_overrides(tmp_path):
     proc = _cli([f"env_spec={TABLE_SCENE}", f"output={tmp_path / 'x.jsonl'}", "--num_envs", "4"])
     assert proc.returncode == 2 and "unknown flag(s) ['--num_envs'" in proc.stderr
@@ -290,6 +302,7 @@ def _params(**validators):
     return SettledPlacementParams(num_steps=30, validators=settings, verbose=False)
 
 
+@pytest.mark.sim
 class TestOneTableEnv:
     """Recordings on one in-process table env (one Isaac Lab SimulationContext at a time: closed after the class)."""
 
@@ -393,6 +406,7 @@ MOVABLE_BIN = textwrap.dedent("""
 """)
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize("spec,support,heights,pose_shift", [
     (CLUTTER_TABLE, "table", {}, None),  # every rigid root is a ClutterOn drop: pose_shift is skipped
     (CLUTTER_BIN, "bin", {"bin": -0.04}, True),  # the kinematic bin is a non-clutter root and must not move
@@ -429,6 +443,7 @@ def test_clutter_record_replay_round_trip(spec, support, heights, pose_shift, tm
     assert bool((layouts.positions[:, cubes, 2] > floor[:, None]).all()), "a settled clutter root lies below its floor"
 
 
+@pytest.mark.sim
 def test_support_containment_rejects_clutter_below_the_minimum_resting_height(tmp_path):
     out = tmp_path / "too_high.jsonl"
     # The bin floor is at -0.04 m (local); a minimum resting height of +0.02 m puts every settled cube "below".
@@ -438,6 +453,7 @@ def test_support_containment_rejects_clutter_below_the_minimum_resting_height(tm
     assert any("support_containment" in l and "below the minimum resting height" in l for l in console)
 
 
+@pytest.mark.sim
 def test_physics_settled_rejects_clutter_that_is_still_falling(tmp_path):
     """One env step (2 physics steps, 1/60 s) after the release the clutter is still in free fall
     (about 9.81 m/s^2 x 1/60 s = 0.16 m/s > the 0.1 m/s limit): physics_settled rejects every layout."""
@@ -479,6 +495,7 @@ def _launch_arena(arena_env, num_envs, gym_id):
     return builder.make_registered(env_cfg), ctx
 
 
+@pytest.mark.sim
 def test_failed_required_solver_checks_reject_without_stepping_physics(tmp_path):
     """Two 0.6 x 0.6 m slabs On a 1.2 x 0.8 m table (room 1.1 x 0.7 m inside the edge margins: enough area, 0.72 of
     0.77 m², so the footprint budget lets them through, but no side-by-side fit) never pass no_overlap and
@@ -523,6 +540,7 @@ def test_failed_required_solver_checks_reject_without_stepping_physics(tmp_path)
         _close(env, ctx)
 
 
+@pytest.mark.sim
 def test_unavailable_required_solver_check_rejects_as_missing(tmp_path):
     """``ik_reachable`` is required but cuRobo is absent here: its result is unavailable for every layout."""
     import dataclasses
@@ -549,6 +567,7 @@ def test_unavailable_required_solver_check_rejects_as_missing(tmp_path):
         _close(env, ctx)
 
 
+@pytest.mark.sim
 def test_same_seed_records_the_same_file(tmp_path):
     """Same configuration and seed -> byte-identical recordings (CPU, OV PhysX)."""
     heights = {"support_containment": {"minimum_resting_heights_m": {"bin": -0.04}}}

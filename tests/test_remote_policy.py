@@ -200,6 +200,7 @@ def _remote(address: str, info=INFO, **kw):
     return RemotePolicy(info, remote_host=host, remote_port=int(port), **kw)
 
 
+@pytest.mark.slow
 def test_remote_actions_equal_the_local_policy_and_resets_reach_the_server(server, local_policy_class, monkeypatch):
     from isaaclab_arena.evaluation.policy import make_policy
 
@@ -228,6 +229,7 @@ def test_remote_actions_equal_the_local_policy_and_resets_reach_the_server(serve
     assert proc.poll() is None
 
 
+@pytest.mark.slow
 def test_token_from_the_environment_and_a_wrong_or_missing_token_is_refused_fast(server, monkeypatch):
     _, address = server
     monkeypatch.setenv("ARENA_POLICY_TOKEN", TOKEN)
@@ -245,6 +247,7 @@ def test_token_from_the_environment_and_a_wrong_or_missing_token_is_refused_fast
         assert "refused the token" in msg and "\n" not in msg, msg
 
 
+@pytest.mark.slow
 def test_a_policy_answering_the_wrong_shape_is_refused_naming_both_shapes(server):
     _, address = server
     info = EnvInfo(num_envs=4, action_dim=5, observation_shapes={"policy": (4, 39)})
@@ -273,6 +276,7 @@ def test_no_server_is_not_answering_within_the_timeout(monkeypatch):
     assert "\n" not in msg
 
 
+@pytest.mark.slow
 def test_a_server_that_stops_answering_is_reported_and_sigint_stops_it_cleanly(plugin_folder, monkeypatch):
     monkeypatch.delenv("ARENA_POLICY_TOKEN", raising=False)
     proc, address = _start_server(plugin_folder, "--policy_type", "my_policy.MyPolicy", "--port", "0")
@@ -291,6 +295,7 @@ def test_a_server_that_stops_answering_is_reported_and_sigint_stops_it_cleanly(p
         _stop(proc)
 
 
+@pytest.mark.slow
 def test_the_server_refuses_an_unknown_policy_type_before_listening(plugin_folder):
     out = arena(plugin_folder, SERVER, "--policy_type", "no_such_module.Policy", "--port", "0", timeout=120)
     line = refusal(out)
@@ -298,6 +303,7 @@ def test_the_server_refuses_an_unknown_policy_type_before_listening(plugin_folde
     assert "serving" not in out.stdout
 
 
+@pytest.mark.slow
 def test_the_server_refuses_a_port_already_in_use(server, plugin_folder):
     _, address = server
     out = arena(plugin_folder, SERVER, "--policy_type", "my_policy.MyPolicy", "--port", address.rsplit(":", 1)[1],

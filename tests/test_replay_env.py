@@ -103,6 +103,7 @@ def _close(env, ctx):
     ctx.__exit__(None, None, None)
 
 
+@pytest.mark.sim
 def test_replay_order_partial_resets_and_the_single_writer_in_a_real_env(layouts_file, no_solver):
     from isaaclab_arena.env_spec.arena_env_graph_spec import ArenaEnvGraphSpec
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
@@ -180,6 +181,7 @@ def _impossible_scene(name):
     return IsaacLabArenaEnvironment(name, [bg, table, *slabs])
 
 
+@pytest.mark.sim
 def test_in_memory_layouts_replay_a_scene_the_solver_cannot_place(no_solver):
     """``arena_env.placement_layouts`` set before ``compose_manager_cfg()``: stacked slabs the solver would reject."""
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
@@ -209,6 +211,7 @@ def test_in_memory_layouts_replay_a_scene_the_solver_cannot_place(no_solver):
         _close(env, ctx)
 
 
+@pytest.mark.sim
 def test_environment_runner_replays_the_file(layouts_file, tmp_path, no_solver):
     from isaaclab_arena.scripts import environment_runner
 
@@ -221,6 +224,7 @@ def test_environment_runner_replays_the_file(layouts_file, tmp_path, no_solver):
     assert "placement" not in summary and no_solver == []
 
 
+@pytest.mark.sim
 def test_environment_runner_no_solve_relations_is_compatible(layouts_file, tmp_path, no_solver):
     from isaaclab_arena.scripts import environment_runner
 
@@ -232,6 +236,7 @@ def test_environment_runner_no_solve_relations_is_compatible(layouts_file, tmp_p
     assert no_solver == []
 
 
+@pytest.mark.sim
 def test_policy_runner_replays_the_file_for_a_registered_env(layouts_file, tmp_path, no_solver):
     """``--placement_layouts`` goes before the environment subcommand (a runner flag)."""
     from isaaclab_arena.evaluation import policy_runner
@@ -246,6 +251,7 @@ def test_policy_runner_replays_the_file_for_a_registered_env(layouts_file, tmp_p
     assert no_solver == []
 
 
+@pytest.mark.sim
 def test_policy_runner_python_runner_sets_layouts_on_the_builder(layouts_file, no_solver):
     """A Python runner may set ``builder.arena_env.placement_layouts`` after obtaining the builder."""
     import argparse

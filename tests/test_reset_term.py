@@ -65,6 +65,7 @@ def _term(u, source, **kw):
     return ArenaPoseResetTerm(cfg, u), cfg.params
 
 
+@pytest.mark.sim
 def test_the_term_gets_the_live_pose_source_through_config_copies(tabletop):
     builder, u = tabletop
     term_cfg = u.event_manager.get_term_cfg("arena_placement")
@@ -95,6 +96,7 @@ def test_a_pose_source_is_not_kept_alive_after_its_config_is_dropped():
     assert alive() is None, "something outside the config still holds the pose source"
 
 
+@pytest.mark.sim
 def test_the_term_refuses_a_bare_source_and_the_ref_refuses_a_non_source(tabletop):
     from isaaclab.managers import EventTermCfg
 
@@ -106,6 +108,7 @@ def test_the_term_refuses_a_bare_source_and_the_ref_refuses_a_non_source(tableto
         PoseSourceRef(torch.zeros(2, 7))
 
 
+@pytest.mark.sim
 def test_batched_and_per_asset_writes_leave_the_same_simulator_state(tabletop):
     _, u = tabletop
     origins = u.scene.env_origins
@@ -160,6 +163,7 @@ def _fallback_terms(u, monkeypatch, count=2):
     return terms, said
 
 
+@pytest.mark.sim
 def test_unverified_versions_fall_back_to_the_public_api_and_say_so_once(tabletop, monkeypatch):
     _, u = tabletop
     monkeypatch.setattr(orw, "installed_versions", lambda: {"isaaclab": "3.1.0", "ovphysx": "0.7.0"})
@@ -177,6 +181,7 @@ def test_unverified_versions_fall_back_to_the_public_api_and_say_so_once(tableto
         torch.testing.assert_close(pose[3], expect, atol=1e-6, rtol=0)
 
 
+@pytest.mark.sim
 def test_a_failure_building_the_bindings_falls_back_and_names_it(tabletop, monkeypatch):
     _, u = tabletop
 

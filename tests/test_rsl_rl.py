@@ -43,6 +43,8 @@ def _mean_action(state: dict, obs: torch.Tensor, clip: float = 1.0) -> torch.Ten
     return x.clamp(-clip, clip)
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_rewards_on_live_env_and_checkpoint_policy(checkpoint):
     """One kit-less env (2 envs): the scripted policy reaches, grasps, lifts and places; each reward term is read
     from the reward manager per step. Then the trained checkpoint runs on the same env."""
@@ -118,6 +120,7 @@ def test_rewards_on_live_env_and_checkpoint_policy(checkpoint):
         assert torch.isfinite(obs["policy"]).all()
 
 
+@pytest.mark.slow
 def test_checkpoint_of_wrong_size_or_not_a_checkpoint_is_refused(tmp_path):
     from isaaclab_arena.evaluation.policy import EnvInfo, PolicyError
     from isaaclab_arena.evaluation.rsl_rl_policy import RslRlPolicy
@@ -160,6 +163,7 @@ def test_checkpoint_of_wrong_size_or_not_a_checkpoint_is_refused(tmp_path):
     assert not (tmp_path / "hacked").exists()
 
 
+@pytest.mark.slow
 def test_agent_cfg_and_reward_weights_refuse_bad_values():
     from isaaclab_arena.rl import agent_cfg_for
     from isaaclab_arena.tasks import PickAndPlaceRewardWeights
@@ -176,6 +180,7 @@ def test_agent_cfg_and_reward_weights_refuse_bad_values():
             PickAndPlaceRewardWeights(**bad)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv, expected", [
     (["--task", "nope"], "--task 'nope' is not a registered environment; registered:"),
     (["--task", TASK, "--num_envs", "0"], "--num_envs must be a positive integer, got 0"),
@@ -187,6 +192,9 @@ def test_train_script_refuses_bad_input_in_one_line(tmp_path, argv, expected):
     assert expected in line, line
 
 
+@pytest.mark.sim
+@pytest.mark.slow
+@pytest.mark.distributed
 def test_training_on_two_ranks_on_the_cpu_uses_gloo(tmp_path):
     """torchrun with two CPU ranks: stock rsl_rl would start NCCL and ask for CUDA; the script's runner uses gloo,
     both ranks train and rank 0 saves the checkpoint."""
@@ -203,6 +211,8 @@ def test_training_on_two_ranks_on_the_cpu_uses_gloo(tmp_path):
     assert weights[0].shape[1] == 39 and weights[-1].shape[0] == 7
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_the_trained_checkpoint_is_evaluated_through_the_runner(checkpoint, tmp_path):
     """The 2-iteration checkpoint through ``policy_runner.py --policy_type rsl_rl``: one record per episode, and the
     same records twice (the actor's mean action: deterministic)."""

@@ -176,6 +176,7 @@ def random_crowded(seed: int) -> tuple[list, bool]:
     return out, bool(rng.random() < 0.5)
 
 
+@pytest.mark.slow
 def test_random_crowded_scenes_refused_only_where_no_candidate_is_valid(monkeypatch):
     """With the budget bypassed, the scenes it refuses are solved: no candidate passes the checks."""
     import isaaclab_arena.relations.compile_problem as compile_problem

@@ -13,6 +13,7 @@ import torch
 
 from isaaclab_arena import ARENA_ROOT
 from isaaclab_arena.relations.placement_layouts import PlacementLayouts
+import pytest
 
 DATA = os.path.join(ARENA_ROOT, "isaaclab_arena", "tests", "test_data")
 SPEC = os.path.join(DATA, "placement_replay.yaml")
@@ -33,6 +34,7 @@ def test_example_file_is_ten_settled_layouts_of_the_scene_objects():
         assert torch.allclose(z[name], torch.full_like(z[name], 0.75 + half), atol=2e-3), (name, z[name])
 
 
+@pytest.mark.sim
 def test_example_replays_exactly_and_stays_put():
     from isaaclab.app import launch_simulation
 

@@ -314,12 +314,16 @@ def _record(tmp_path, name, scene, *overrides):
     return proc, out
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_real_chain_settles_two_gaps_down_and_is_accepted_with_default_limits(tmp_path):
     proc, out = _record(tmp_path, "chain", CHAIN_SCENE, "num_envs=1", "min_layouts=1")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "Saved 1/1 accepted layouts" in proc.stdout and "pose_shift" not in proc.stdout
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_real_mug_tipping_off_its_box_is_rejected_with_default_limits(tmp_path):
     proc, out = _record(tmp_path, "tip", TIPPING_SCENE, "num_envs=2", "min_layouts=2", "max_batches=1",
                         "settle.num_steps=30")

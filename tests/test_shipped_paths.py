@@ -63,6 +63,8 @@ def test_specs_and_recording_settings_load_shipped_paths_from_another_folder(tmp
         bad.validate(check_spec=True)
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_the_documented_runner_command_works_from_another_folder(tmp_path):
     out = arena(tmp_path, RUNNER, "--env_spec", "isaaclab_arena_environments/tabletop/mug_bowl_table.yaml",
                 "--num_envs", "2", "--num_steps", "2")

@@ -96,6 +96,7 @@ def test_pooled_fill_prints_one_solver_line_per_batch(capsys, monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------- profile
+@pytest.mark.slow
 def test_profile_prints_wall_time_batch_pairs_and_ms_per_iter(capsys):
     pl = placer(profile=True, init_attempts=1)  # one draw per object: some candidates are left to iterate
     scene = SCENES["all_relations"]()

@@ -180,6 +180,7 @@ def _read(u, cube_a, bowl_a, robot, tcp_id, finger_ids) -> dict[str, np.ndarray]
             "fingers": as64(robot.data.joint_pos.torch[:, finger_ids])}
 
 
+@pytest.mark.sim
 def test_each_condition_fails_on_its_own(run):
     last = run["conditions"][-2]  # the step before the last: every env in its state, nothing reset yet
     for e, failing in EXPECTED_FAILING.items():
@@ -188,6 +189,7 @@ def test_each_condition_fails_on_its_own(run):
         assert bool(last["all"][e]) == (not failing)
 
 
+@pytest.mark.sim
 def test_conditions_agree_with_float64_numpy(run):
     """The term's verdicts are the float64 re-check's, from the states the simulator reported; the held cube
     (env 0) and the corner cube (env 2) are what the old term counted as success."""
@@ -211,6 +213,7 @@ def test_conditions_agree_with_float64_numpy(run):
     assert all(speeds[e] < 0.03 for e in (0, 3)) and all(speeds[e] < 0.005 for e in (1, 2, 4, 6, 7)), speeds
 
 
+@pytest.mark.sim
 def test_success_needs_the_hold_time(run):
     steps, fired = run["required"], run["fired"]
     assert steps == math.ceil(run["task"].success_hold_s / run["step_dt"] - 1e-9) == 30  # 0.5 s at 60 Hz

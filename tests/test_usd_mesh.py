@@ -90,6 +90,7 @@ def test_bounding_sphere_and_left_handed_winding(tmp_path):
     assert flipped.volume == pytest.approx(L_VOLUME, rel=1e-6)  # leftHanded polygons wind the other way
 
 
+@pytest.mark.slow
 def test_convex_decomposition_gives_convex_parts_that_fill_the_mesh(tmp_path):
     stage, _ = _stage(tmp_path / "d.usda")
     mesh = _l_mesh(stage, "/Root/l", "convexDecomposition")
