@@ -190,6 +190,19 @@ def test_default_pose_shift_accepts_an_on_subject_resting_at_its_expected_pose()
     assert trans == pytest.approx(0.0003, abs=1e-6) and trans <= 0.002 and rot <= 2.0
 
 
+def test_a_parked_pool_member_rests_at_its_parking_spot():
+    # an object-pool member parked in env 1 (1 km up, out of the physics) does not fall its release gap there; it
+    # joined envs 0 and 2 and falls it
+    release = np.array([[0.1, 0.2, TABLE_TOP + GAP + MUG_HALF_H], [0.0, 0.0, 1000.0], [0.3, 0.1, TABLE_TOP + GAP + MUG_HALF_H]])
+    initial = torch.tensor(np.concatenate([release, np.tile(IDENT, (E, 1))], 1), dtype=torch.float32)
+    final = initial.clone()
+    final[[0, 2], 2] -= GAP
+    batch = _batch({"mug": initial}, {"mug": final}, rules={"mug": RestRule(GAP)})
+    rest = expected_rest_poses(batch)["mug"].double().numpy()
+    assert np.allclose(rest[:, 2], release[:, 2] - [GAP, 0.0, GAP], atol=1e-5)
+    assert [r.passed for r in PoseShiftValidator().run(batch)] == [True] * E
+
+
 @pytest.mark.parametrize("final_xyz,final_q,np_trans,np_rot", [
     ((0.13, 0.2, TABLE_TOP + MUG_HALF_H), IDENT, 0.03, 0.0),  # slid 3 cm along the table
     ((0.1, 0.2, TABLE_TOP + GAP + MUG_HALF_H), IDENT, GAP, 0.0),  # never came down (hung on something)

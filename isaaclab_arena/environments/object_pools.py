@@ -8,9 +8,13 @@ it could touch. :class:`PoolParking` then takes it out of the simulation:
   no integration; it stays at the parking spot). At the next reset of its env the flag is cleared before the
   placement term writes (PhysX refuses writes to a disabled body), then set again if it stays parked; a member
   that joins is woken.
-* Other backends (Newton): no per-body switch is used; the parked body keeps its parking spot only as long as it
-  falls (about 4.9 m in the first second), far from every env's scene; the term writes its parking pose and zero
-  velocity at every reset.
+* Newton (``newton_mjwarp``): the body's ``body_flags`` entry (one per body and env) is set to
+  ``BodyFlags.KINEMATIC`` and the solver is told (``ModelFlags.BODY_PROPERTIES``, applied at the next physics step):
+  MuJoCo-Warp locks the body's free joint (a 1e10 armature), so gravity and contacts no longer move it and it keeps
+  the zero velocity the reset wrote (measured: a parked body moves under 1e-6 m over 60 steps, where it fell 4.9 m
+  before). A member that joins is set back to ``BodyFlags.DYNAMIC`` at its env's reset.
+* Any other backend: no per-body switch; one warning line says so, and the parked body falls from its spot (about
+  4.9 m in the first second), far from every env's scene; the term writes its parking pose at every reset.
 
 After each reset ``env.extras[JOINED_EXTRAS_KEY]`` is ``{pool member scene key: (num_envs,) bool}`` (joined), so
 observations and policies can ignore parked members.
@@ -18,9 +22,13 @@ observations and policies can ignore parked members.
 
 from __future__ import annotations
 
+import logging
+
 import torch
 
 from isaaclab_arena.assets.object_pool import is_parked
+
+logger = logging.getLogger(__name__)
 
 #: ``env.extras`` key of the joined flags of every pool member after a reset.
 JOINED_EXTRAS_KEY = "arena_pool_joined"
@@ -53,9 +61,18 @@ class PoolParking:
         self.parked = torch.zeros(n, len(self.cols), dtype=torch.bool)
         self.disabled = torch.zeros(n, len(self.cols), dtype=torch.bool)  # what the simulation holds
         tt = _ovphysx_disable_type()
-        ov = all(type(a).__module__.split(".")[0] == "isaaclab_ov" for a in self.assets)
-        self._disable_type = tt if (ov and tt is not None) else None
-        self.mode = "ovphysx_disable_simulation" if self._disable_type is not None else "parking_pose"
+        backends = {type(a).__module__.split(".")[0] for a in self.assets}
+        self._disable_type = tt if (backends == {"isaaclab_ov"} and tt is not None) else None
+        self._newton = backends == {"isaaclab_newton"}
+        if self._disable_type is not None:
+            self.mode = "ovphysx_disable_simulation"
+        elif self._newton:
+            self.mode = "newton_kinematic"
+        else:
+            self.mode = "parking_pose"
+            if self.cols:
+                logger.warning("object pools: no per-body simulation switch on %s; parked members fall from their "
+                               "parking spots (1 km above the env)", ", ".join(sorted(backends)))
 
     def prepare(self, ids: torch.Tensor) -> None:
         """Before the placement term writes envs ``ids``: their disabled members are switched back on (PhysX refuses
@@ -73,6 +90,8 @@ class PoolParking:
         cids = ids.cpu()
         if self._disable_type is not None:
             self._set(cids, now, now)
+        elif self._newton:
+            _set_newton_kinematic(self.assets, cids, now)
         self.parked[cids] = now
         env.extras[JOINED_EXTRAS_KEY] = {k: ~self.parked[:, m].to(env.device) for m, k in enumerate(self.keys)}
 
@@ -98,6 +117,23 @@ class PoolParking:
     def joined(self) -> dict[str, list[bool]]:
         """``{member scene key: [joined per env]}`` of the last reset."""
         return {k: (~self.parked[:, m]).tolist() for m, k in enumerate(self.keys)}
+
+
+def _set_newton_kinematic(assets, ids: torch.Tensor, kinematic: torch.Tensor) -> None:
+    """Newton: ``body_flags`` of envs ``ids`` of each member asset (column m of ``kinematic`` (R, M)) set to
+    KINEMATIC where True, DYNAMIC where False; the solver applies them at the next physics step."""
+    import warp as wp
+    from isaaclab_newton.physics import NewtonManager
+    from newton import BodyFlags, ModelFlags
+
+    model = NewtonManager.get_model()
+    for m, asset in enumerate(assets):
+        view = asset.root_view
+        flags = wp.to_torch(view.get_attribute("body_flags", model)).clone()  # (num_envs, ..., bodies)
+        flags[ids.to(flags.device)] = torch.where(kinematic[:, m], int(BodyFlags.KINEMATIC),
+                                                  int(BodyFlags.DYNAMIC)).to(flags).view(-1, *[1] * (flags.dim() - 1))
+        view.set_attribute("body_flags", model, wp.from_torch(flags.contiguous()))
+    NewtonManager.add_model_change(ModelFlags.BODY_PROPERTIES)
 
 
 def pool_members_of(assets) -> list[str]:

@@ -3,7 +3,8 @@
 An env slot that resets takes the next layout of the env's replay queue (``ReplayPoseSource``), in reset-request
 order, so the queue position a slot took is the (local) episode it runs. Per step: one ``check_action``, one
 ``env.step``; episode ends are read from the termination manager (the term that fired). No Python loop over envs
-on steps where no episode ends.
+on steps where no episode ends. Scenes with object pools: the pool members each episode started with joined
+(``env.extras[JOINED_EXTRAS_KEY]`` right after the reset that began it) go into its outcome as ``pool_joined``.
 """
 
 from __future__ import annotations
@@ -53,6 +54,21 @@ class EpisodeLoop:
         tm = self.u.termination_manager
         self.term_names = list(tm.active_terms)
         self.time_out_terms = [n for n in self.term_names if tm.get_term_cfg(n).time_out]
+        self.joined: dict[int, dict[str, bool]] = {}  # local episode -> {pool member: joined}, at its reset
+
+    def _note_joined(self, envs: torch.Tensor) -> None:
+        """The joined flags of the episodes envs ``envs`` just reset into (object pools; nothing without them)."""
+        from isaaclab_arena.environments.object_pools import JOINED_EXTRAS_KEY
+
+        joined = self.u.extras.get(JOINED_EXTRAS_KEY)
+        if not joined:
+            return
+        names = list(joined)
+        flags = torch.stack([joined[m] for m in names], 1)[envs.to(self.u.device)].cpu().tolist()
+        for e, row in zip(envs.tolist(), flags):  # the envs that reset this step, not every env
+            k = int(self.source.slot_position[e])
+            if 0 <= k < self.num_local:
+                self.joined[k] = dict(zip(names, map(bool, row)))
 
     def _causes(self, ended: torch.Tensor) -> list[str]:
         """Name of the term that ended each env in ``ended``: a non-time-out term first, else a time-out."""
@@ -67,11 +83,13 @@ class EpisodeLoop:
         return out
 
     def run(self) -> dict[int, dict]:
-        """``{local episode: {"success", "termination", "episode_length_steps"}}`` for every local episode."""
+        """``{local episode: {"success", "termination", "episode_length_steps"[, "pool_joined"]}}`` for every local
+        episode."""
         from isaaclab_arena.evaluation.policy import check_action
 
         u, n = self.u, self.num_local
         obs, _ = self.env.reset()
+        self._note_joined(torch.arange(u.num_envs))
         self.policy.reset(None)
         running = self.source.slot_position.clone()
         steps_in = torch.zeros(u.num_envs, dtype=torch.long)
@@ -100,6 +118,7 @@ class EpisodeLoop:
             if self.on_outcomes is not None and len(outcomes) > before:
                 self.on_outcomes(outcomes)
             running[ended] = self.source.slot_position[ended]
+            self._note_joined(ended)
             steps_in[ended] = 0
             self.policy.reset(ended.to(u.device))
         for e in range(u.num_envs):  # cut off by the step limit: what is still open fails
@@ -108,6 +127,8 @@ class EpisodeLoop:
                 outcomes[k] = {"success": False, "termination": "cut_off", "episode_length_steps": int(steps_in[e])}
         for k in range(n):  # never started within the limit (only when the limit is below one episode per env)
             outcomes.setdefault(k, {"success": False, "termination": "cut_off", "episode_length_steps": 0})
+        for k, joined in self.joined.items():
+            outcomes[k]["pool_joined"] = joined
         self.steps = steps
         return outcomes
 

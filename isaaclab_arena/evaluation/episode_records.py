@@ -6,6 +6,7 @@ A record::
      "env_id": 3, "draw_id": 0, "placement_seed": 7,
      "layout": {"source": "solver", "file": null, "index": 3, "line": null},
      "fallback": false,
+     "joined_objects": ["bowl", "dice", "can"], "parked_objects": ["crate", "block", "tray", "bottle", "ball"],
      "poses_at_reset": {"pick_up_object": [x, y, z, qx, qy, qz, qw], "bowl": [...], "robot": [...]},
      "factors": {"object_x_m": 0.12, ...},
      "success": true, "termination": "success", "episode_length_steps": 225, "episode_length_s": 3.75,
@@ -17,6 +18,10 @@ A record::
   of the spec solved with ``placement_seed``); for recorded layouts they are the recording's (or null) and
   ``layout.file`` / ``layout.line`` name the JSONL line.
 * ``fallback``: the layout failed a placement check and was kept as a best-loss fallback.
+* ``joined_objects`` / ``parked_objects`` (only in scenes with object pools, ``assets/object_pool.py``): the pool
+  members that joined the episode's layout and those parked, in the scene's order, as the env reported them at the
+  episode's reset (``env.extras["arena_pool_joined"]``); they must agree with the layout's poses (a parked member
+  sits at its parking spot), else the record is refused.
 * ``poses_at_reset``: env-local poses (metres, xyzw) of every placed object, fixed object and the robot base,
   as written at the episode's reset; ``factors`` are computed from them (``factors.py``).
 * ``success``: the task's ``success`` termination term fired (the simulator's signal); ``termination`` names
@@ -134,6 +139,22 @@ def scene_outline(builder) -> list[dict]:
     return out
 
 
+def _pool_fields(episode: int, joined: dict[str, bool] | None, names: list[str], row: torch.Tensor) -> dict:
+    """``joined_objects`` / ``parked_objects`` of one episode from the env's joined flags, checked against the
+    layout row ``row`` (K, 7) of objects ``names``; {} without pools."""
+    from isaaclab_arena.utils.parking_spots import is_parked
+
+    if not joined:
+        return {}
+    out = {"joined_objects": [m for m, j in joined.items() if j],
+           "parked_objects": [m for m, j in joined.items() if not j]}
+    in_layout = [m for m in joined if m in names and bool(is_parked(row[names.index(m), :3]))]
+    if in_layout != out["parked_objects"]:
+        raise RuntimeError(f"episode {episode}: the env parked {out['parked_objects']} but its layout parks "
+                           f"{in_layout}")
+    return out
+
+
 def build_records(settings, table, episodes: list[int], outcomes: dict[int, dict],
                   static: dict, roles: dict, factor_names: list[str], step_dt: float, sim_seed: int) -> list[dict]:
     """One record per episode of the share (see ``episode_records.py``), in global episode order."""
@@ -150,10 +171,11 @@ def build_records(settings, table, episodes: list[int], outcomes: dict[int, dict
     records = []
     for i, k in enumerate(episodes):
         meta, out = local.meta[i], outcomes[i]
+        pools = _pool_fields(int(k), out.get("pool_joined"), names, rows[i])
         records.append({
             "run": settings.run, "episode": int(k), "policy": settings.policy_type,
             "env_id": meta["env_id"], "draw_id": meta["draw_id"], "placement_seed": meta["placement_seed"],
-            "layout": dict(meta["layout"]), "fallback": bool(meta["fallback"]),
+            "layout": dict(meta["layout"]), "fallback": bool(meta["fallback"]), **pools,
             "poses_at_reset": {key: pose_list(p[i]) for key, p in sorted(poses.items())},
             "factors": {f: round_factor(v[i]) for f, v in factors.items()},
             "success": bool(out["success"]), "termination": out["termination"],

@@ -132,14 +132,19 @@ def expected_rest_poses(batch: "SettledBatch", keys: Iterable[str] | None = None
 
     Each is the root's release pose (``batch.initial_root_poses``: env-local world, xyz metres + xyzw) with
     its Z lowered by ``expected_rest_drops_m`` (the release gaps down its chain of supports; the geometric
-    drop for ClutterOn); X, Y and the rotation are the release pose's. Rows are env ids, as in the batch.
+    drop for ClutterOn); X, Y and the rotation are the release pose's. Rows are env ids, as in the batch. A parked
+    object-pool member (at its parking spot, out of the physics: ``environments/object_pools.py``) rests where it
+    was released.
     """
     keys = list(keys) if keys is not None else list(batch.initial_root_poses)
+    from isaaclab_arena.utils.parking_spots import is_parked
+
     drops = expected_rest_drops_m(batch, keys)
     out = {}
     for key in keys:
         pose = batch.initial_root_poses[key].clone()
-        pose[:, 2] = pose[:, 2] - drops[key].to(pose.device, pose.dtype)
+        drop = drops[key].to(pose.device, pose.dtype)
+        pose[:, 2] = pose[:, 2] - torch.where(is_parked(pose[:, :3]), torch.zeros_like(drop), drop)
         out[key] = pose
     return out
 
