@@ -264,3 +264,44 @@ def test_replay_reproduces_the_joined_sets(pooled_env, tmp_path):
     for n in pooled_env["members"]:
         replay_joined = poses[:, names.index(n), 2] < PARKED_ABOVE_M
         assert torch.equal(replay_joined, joined0[n].cpu()), n
+
+
+# ---- pictures ----------------------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_the_layout_picture_draws_joined_members_only(tmp_path, monkeypatch):
+    """Each panel of the runner's top-down picture labels exactly the pool members that joined that env's layout
+    (and none of the parked ones), for the shipped example."""
+    import matplotlib.figure
+
+    from isaaclab_arena.env_spec import ArenaEnvGraphSpec
+    from isaaclab_arena.environments.placement_pictures import write_layout_picture
+    from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
+
+    arena_env = ArenaEnvGraphSpec.from_yaml(EXAMPLE).to_arena_env()
+    params = arena_env.placer_params
+    params.placement_seed = 11
+    pool = PooledObjectPlacer(arena_env.get_placement_assets(), params, num_envs=4)
+    pool.initialize()
+    figures = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: figures.append(self))
+    write_layout_picture(pool, str(tmp_path / "layout.png"))
+    (fig,) = figures
+    from isaaclab_arena.assets.object_pool import pools_of
+
+    (clutter,) = pools_of(arena_env.get_placement_assets())
+    members = list(clutter.member_names)
+    assert len(members) == 8
+    poses, names = pool.current_poses, list(pool.object_names)
+    panels = [ax for ax in fig.axes if ax.get_title().startswith("env ")]
+    assert len(panels) == 4
+    seen_joined = set()
+    for e, ax in enumerate(panels):
+        labels = {t.get_text() for t in ax.texts}
+        z = poses[e, :, 2]
+        joined = {n for n in members if float(z[names.index(n)]) < PARKED_ABOVE_M}
+        parked = set(members) - joined
+        assert 3 <= len(joined) <= 5 and len(parked) >= 3
+        assert joined <= labels, (e, joined - labels)
+        assert not (parked & labels), (e, parked & labels)
+        seen_joined.add(frozenset(joined))
+    assert len(seen_joined) > 1  # envs draw different sets
