@@ -68,7 +68,7 @@ SPEC = os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "robot", "franka_
 LINKS = ["panda_link0", "panda_link1", "panda_link2", "panda_link3", "panda_link4", "panda_link5", "panda_link6",
          "panda_link7", "panda_link8", "panda_hand", "panda_grasptarget"]  # base link to TCP on the URDF chain
 # the annulus of this scene (docs/ROBOTS.md): TCP grasp height 0.80 m = cube z 0.78 + grasp offset 0.02, base z 0.76
-DOCUMENTED_HEIGHT_ABOVE_BASE_M, DOCUMENTED_RADII_M = 0.04, (0.0425, 0.832)
+DOCUMENTED_HEIGHT_ABOVE_BASE_M, DOCUMENTED_RADII_M = 0.04, (0.037, 0.832)
 
 
 def _matrix(q) -> np.ndarray:
