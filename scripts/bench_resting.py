@@ -29,6 +29,8 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(REPO, "isaaclab_arena_environments")
 BACKENDS = ("ovphysx", "newton_mjwarp")
@@ -59,8 +61,9 @@ def _z_extent(asset, q) -> tuple[float, float]:
     """(lowest, highest) z of ``asset``'s bounds relative to its root when rotated by ``q`` (x, y, z, w), metres."""
     box = asset.get_bounding_box()
     lo, hi = box.min_point, box.max_point
-    x, y, z, w = q
-    r20, r21, r22 = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)  # z row of R(q)
+    from isaaclab_arena.utils.pose_math import matrix_from_quat
+
+    r20, r21, r22 = matrix_from_quat(np.asarray([float(v) for v in q]))[2]  # z row of R(q)
     zs = [r20 * cx + r21 * cy + r22 * cz for cx in (lo[0], hi[0]) for cy in (lo[1], hi[1]) for cz in (lo[2], hi[2])]
     return min(zs), max(zs)
 

@@ -170,9 +170,9 @@ def test_random_yaw_on_top_of_rotate_around_solution_keeps_its_tilt():
     lying.add_relation(RotateAroundSolution(roll_rad=math.pi / 2))  # lies on its side
     batch = place_batch([t, lying], envs=16, draws=1)
     assert bool(batch.passed.all())
-    from isaaclab_arena.relations.placement_candidate import quat_to_matrix
+    from isaaclab_arena.utils.pose_math import matrix_from_quat
 
-    r = quat_to_matrix(batch.rotations[:, 0].double())
+    r = matrix_from_quat(batch.rotations[:, 0].double())
     world_z_in_body = r[:, 2, :]  # row 2 of R = R^T e_z: the body's local +Y points up, as rolled
     assert torch.allclose(world_z_in_body, torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64).expand(16, 3),
                           atol=1e-5)

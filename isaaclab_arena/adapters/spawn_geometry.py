@@ -18,14 +18,7 @@ from isaaclab_arena.adapters.usd_mesh import spawn_cfg_collision_mesh, usd_colli
 from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
 from isaaclab_arena.assets.geometry_reader import set_geometry_reader
 from isaaclab_arena.utils.pose import Pose
-
-
-def _rotation_matrix(q) -> np.ndarray:
-    """3x3 rotation of an xyzw quaternion (float64)."""
-    x, y, z, w = (float(v) for v in q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+from isaaclab_arena.utils.pose_math import matrix_from_quat
 
 
 class UsdGeometryReader:
@@ -56,7 +49,7 @@ class UsdGeometryReader:
         the frame of :meth:`prim_bounds_and_pose`'s bounds."""
         mesh = usd_collision_mesh(usd_path, prim_path, asset_name)
         pose = usd_prim_bounds_and_pose(usd_path, prim_path)[1]
-        r = _rotation_matrix(pose.rotation_xyzw)
+        r = matrix_from_quat(np.asarray(pose.rotation_xyzw, np.float64))
         return (mesh.vertices - np.asarray(pose.position_xyz, dtype=np.float64)) @ r, mesh.faces
 
 

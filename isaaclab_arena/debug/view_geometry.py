@@ -14,7 +14,8 @@ import numpy as np
 import torch
 
 from isaaclab_arena.relations.kinds.not_next_to import NotNextTo
-from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch, quat_to_matrix
+from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch
+from isaaclab_arena.utils.pose_math import matrix_from_quat
 
 #: Half height of the slab that draws a flat region (a support's top face), metres.
 FLAT_HALF_M = 0.002
@@ -54,7 +55,7 @@ def object_boxes(batch: PlacementCandidateBatch) -> tuple[np.ndarray, np.ndarray
     p = batch.problem
     n = p.num_objects
     llo, lhi = p.local_lo[batch.env_ids, :n], p.local_hi[batch.env_ids, :n]
-    r = quat_to_matrix(batch.rotations)
+    r = matrix_from_quat(batch.rotations)
     center = batch.positions + torch.einsum("bnij,bnj->bni", r, 0.5 * (llo + lhi))
     return _np(center), _np(0.5 * (lhi - llo)), _np(batch.rotations)
 

@@ -9,6 +9,8 @@ counter, a stove darker), lowest first. Env-local metres, X right, Y up.
 from __future__ import annotations
 
 import numpy as np
+import torch
+from isaaclab.utils.math import matrix_from_quat
 
 
 def mesh_outlines(pool) -> dict:
@@ -22,15 +24,9 @@ def mesh_outlines(pool) -> dict:
     return dict(getattr(geo, "outlines", {}) or {})
 
 
-def _rotation(q) -> np.ndarray:
-    x, y, z, w = (float(v) for v in q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-
-
 def posed(vertices, pos, quat) -> np.ndarray:
-    return np.asarray(vertices, np.float64) @ _rotation(quat).T + np.asarray(pos, np.float64)
+    rot = matrix_from_quat(torch.tensor([float(v) for v in quat], dtype=torch.float64)).numpy()
+    return np.asarray(vertices, np.float64) @ rot.T + np.asarray(pos, np.float64)
 
 
 def draw_silhouette(ax, vertices, faces, pos, quat, color, alpha: float = 0.55, zorder: float = 2.0):

@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 import os
 
+import torch
+from isaaclab.utils.math import euler_xyz_from_quat
 
 from isaaclab_arena.utils.parking_spots import PARKED_ABOVE_M
 from isaaclab_arena.assets.object_set import RigidObjectSet
@@ -28,8 +30,8 @@ ROBOT_COLOR = "tab:purple"
 
 
 def _yaw(q) -> float:
-    x, y, z, w = q
-    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    """Heading about Z (radians) of one xyzw quaternion."""
+    return float(euler_xyz_from_quat(torch.tensor([[float(v) for v in q]], dtype=torch.float64))[2][0])
 
 
 def _footprint(box, pos, yaw):

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from isaaclab.utils.math import matrix_from_quat
 
-from isaaclab_arena.reachability.chain_fk import ChainFK, quat_xyzw_to_matrix
+from isaaclab_arena.reachability.chain_fk import ChainFK
 from isaaclab_arena.reachability.urdf_chain import UrdfChain, load_urdf_chain
 
 #: Radial sample spacing of the first reach pass, metres.
@@ -191,7 +192,7 @@ def robot_top_down(embodiment, base_poses, grasp_target: str | None = None, gras
 
     config = config if config is not None else ReachabilityConfig()
     poses = torch.as_tensor(base_poses).detach().to("cpu", torch.float64).reshape(-1, 7)
-    rot = quat_xyzw_to_matrix(poses[:, 3:] / poses[:, 3:].norm(dim=-1, keepdim=True)).numpy()  # (E, 3, 3)
+    rot = matrix_from_quat(poses[:, 3:] / poses[:, 3:].norm(dim=-1, keepdim=True)).numpy()  # (E, 3, 3)
     pos = poses[:, :3].numpy()
     chain = home_arm_chain(embodiment)
     arm = pos[:, None, :] + np.einsum("eij,lj->eli", rot, chain.origins_b)  # (E, L, 3) env-local

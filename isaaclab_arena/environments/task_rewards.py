@@ -27,9 +27,9 @@ from __future__ import annotations
 import torch
 
 from isaaclab.managers import ManagerTermBase, RewardTermCfg, SceneEntityCfg
+from isaaclab.utils.math import matrix_from_quat
 
-from isaaclab_arena.environments.task_terms import (DestinationOpenings, TaskPoses, TaskRef, _quat_to_matrix,
-                                                   robot_tcp_cfg)
+from isaaclab_arena.environments.task_terms import DestinationOpenings, TaskPoses, TaskRef, robot_tcp_cfg
 
 #: Terms that need the robot (added only when the env has an embodiment).
 ROBOT_TERMS = ("reaching", "action_rate", "joint_vel")
@@ -63,7 +63,7 @@ class _TaskGeometry(ManagerTermBase):
     def object_centre(self) -> torch.Tensor:
         """(num_envs, 3) env-local centre of the object's box, metres."""
         obj = self.poses.object_pose()
-        return obj[:, :3] + (_quat_to_matrix(obj[:, 3:]) @ self.obj_centre_local[..., None])[..., 0]
+        return obj[:, :3] + (matrix_from_quat(obj[:, 3:]) @ self.obj_centre_local[..., None])[..., 0]
 
     def tcp_position(self) -> torch.Tensor:
         """(num_envs, 3) env-local TCP position, metres."""

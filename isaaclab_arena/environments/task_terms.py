@@ -31,6 +31,7 @@ import torch
 from isaaclab.managers import (ManagerTermBase, ObservationGroupCfg, ObservationTermCfg, SceneEntityCfg,
                               TerminationTermCfg)
 from isaaclab.utils import configclass
+from isaaclab.utils.math import matrix_from_quat
 
 
 def _local_boxes(asset, num_envs: int, members: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -45,13 +46,6 @@ def _local_boxes(asset, num_envs: int, members: dict) -> tuple[torch.Tensor, tor
     return lo, hi
 
 
-def _quat_to_matrix(q: torch.Tensor) -> torch.Tensor:
-    x, y, z, w = q.unbind(-1)
-    return torch.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
-                        2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
-                        2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1).reshape(*q.shape[:-1], 3, 3)
-
-
 def _corners(lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
     """(N, 8, 3) corners of boxes (N, 3)."""
     sel = torch.tensor([[i >> 2 & 1, i >> 1 & 1, i & 1] for i in range(8)], dtype=lo.dtype, device=lo.device)
@@ -60,7 +54,7 @@ def _corners(lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
 
 def _z_range(pose: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(N,) lowest and highest world z of boxes (N, 3) at poses (N, 7)."""
-    z = (_quat_to_matrix(pose[:, 3:])[:, 2:3] @ _corners(lo, hi).transpose(1, 2))[:, 0] + pose[:, 2:3]
+    z = (matrix_from_quat(pose[:, 3:])[:, 2:3] @ _corners(lo, hi).transpose(1, 2))[:, 0] + pose[:, 2:3]
     return z.min(dim=1).values, z.max(dim=1).values
 
 
@@ -144,7 +138,7 @@ class DestinationOpenings:
         """(N, 3) the opening's centre at its floor height, in the frame of ``dest_pose`` (N, 7) (env-local when the
         pose is), metres: where a placed object's bottom centre comes to rest."""
         local = torch.cat([self.centre, self.floor[:, None]], dim=-1)
-        return dest_pose[:, :3] + (_quat_to_matrix(dest_pose[:, 3:]) @ local[..., None])[..., 0]
+        return dest_pose[:, :3] + (matrix_from_quat(dest_pose[:, 3:]) @ local[..., None])[..., 0]
 
 
 def _command_for(joint: str, expr: dict) -> float:
@@ -238,7 +232,7 @@ class SuccessConditions:
         """(N, 3) object box centre and (N,) its lowest corner's height, both in the destination frame (m)."""
         p = self.poses
         obj, dest = p.object_pose(), p.destination_pose()
-        r_obj, r_dest_t = _quat_to_matrix(obj[:, 3:]), _quat_to_matrix(dest[:, 3:]).transpose(1, 2)
+        r_obj, r_dest_t = matrix_from_quat(obj[:, 3:]), matrix_from_quat(dest[:, 3:]).transpose(1, 2)
         corners = obj[:, None, :3] + _corners(p.obj_lo, p.obj_hi) @ r_obj.transpose(1, 2)     # (N, 8, 3) env-local
         local = (corners - dest[:, None, :3]) @ r_dest_t.transpose(1, 2)                       # destination frame
         return local.mean(dim=1), local[..., 2].min(dim=1).values
@@ -270,7 +264,7 @@ class SuccessConditions:
         p = self.poses
         obj = p.object_pose()
         tcp = self.robot.data.body_link_pose_w.torch[:, self.tcp_id, :3] - self.env.scene.env_origins
-        local = (_quat_to_matrix(obj[:, 3:]).transpose(1, 2) @ (tcp - obj[:, :3])[..., None])[..., 0]
+        local = (matrix_from_quat(obj[:, 3:]).transpose(1, 2) @ (tcp - obj[:, :3])[..., None])[..., 0]
         centre, half = 0.5 * (p.obj_lo + p.obj_hi), 0.5 * (p.obj_hi - p.obj_lo)
         return torch.linalg.norm(torch.clamp((local - centre).abs() - half, min=0.0), dim=-1)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 import torch
+from isaaclab.utils.math import euler_xyz_from_quat
 
 #: Every factor name and what it needs (``object``, ``robot``, ``destination``).
 FACTORS = {
@@ -34,8 +35,7 @@ FACTORS = {
 
 def _yaw(q: torch.Tensor) -> torch.Tensor:
     """(N,) heading about world Z of (N, 4) xyzw quaternions, radians."""
-    x, y, z, w = q.unbind(-1)
-    return torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    return euler_xyz_from_quat(q)[2]
 
 
 def scene_roles(builder) -> dict[str, str]:

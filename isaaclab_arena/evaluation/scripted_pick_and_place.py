@@ -24,7 +24,8 @@ import math
 
 import torch
 
-from isaaclab.utils.math import axis_angle_from_quat, quat_apply_inverse, quat_conjugate, quat_from_euler_xyz, quat_mul
+from isaaclab.utils.math import (axis_angle_from_quat, euler_xyz_from_quat, matrix_from_quat, quat_apply_inverse,
+                                 quat_conjugate, quat_from_euler_xyz, quat_mul)
 
 from isaaclab_arena.embodiments.embodiment import ROBOT_SCENE_KEY
 from isaaclab_arena.environments.task_terms import DestinationOpenings, TaskPoses
@@ -34,8 +35,8 @@ PHASES = ("approach", "descend", "grasp", "lift", "carry", "lower", "release", "
 
 
 def _yaw(q: torch.Tensor) -> torch.Tensor:
-    x, y, z, w = q.unbind(-1)
-    return torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    """(N,) heading about world Z of (N, 4) xyzw quaternions, radians."""
+    return euler_xyz_from_quat(q)[2]
 
 
 class ScriptedPickAndPlacePolicy:
@@ -111,10 +112,8 @@ class ScriptedPickAndPlacePolicy:
         return pose
 
     def _object_centre(self, obj: torch.Tensor) -> torch.Tensor:
-        from isaaclab_arena.environments.task_terms import _quat_to_matrix
-
         centre = 0.5 * (self.poses.obj_lo + self.poses.obj_hi)
-        return obj[:, :3] + (_quat_to_matrix(obj[:, 3:]) @ centre[..., None])[..., 0]
+        return obj[:, :3] + (matrix_from_quat(obj[:, 3:]) @ centre[..., None])[..., 0]
 
     def _targets(self, tcp, obj, centre, dest) -> tuple[torch.Tensor, torch.Tensor]:
         """(num_envs, 3) TCP target and (num_envs,) gripper command of every env's phase."""

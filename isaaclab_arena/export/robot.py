@@ -25,6 +25,7 @@ import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
 
 from isaaclab_arena.export.prototypes import apply_fragment, matching_prims
+from isaaclab_arena.utils.pose_math import matrix_from_quat
 
 STAND_COLOR = (0.3, 0.3, 0.33)
 
@@ -33,11 +34,8 @@ def _matrix(position, rotation_wxyz) -> np.ndarray:
     """4x4 column-vector transform from a translation and a (w, x, y, z) quaternion."""
     w, x, y, z = (float(v) for v in rotation_wxyz)
     n = math.sqrt(w * w + x * x + y * y + z * z) or 1.0
-    w, x, y, z = w / n, x / n, y / n, z / n
     m = np.eye(4)
-    m[:3, :3] = [[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                 [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                 [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
+    m[:3, :3] = matrix_from_quat(np.array([x, y, z, w]) / n)  # USD's (w, x, y, z) -> xyzw
     m[:3, 3] = [float(v) for v in position]
     return m
 

@@ -1,39 +1,25 @@
-"""Batched pose arithmetic on torch tensors: xyz (metres) + xyzw quaternions, any leading shape."""
+"""Batched pose arithmetic on torch tensors: xyz (metres) + xyzw quaternions, any leading shape.
+
+Built on ``isaaclab.utils.math`` (xyzw in Isaac Lab 3.0); ``quat_mul`` / ``quat_apply`` / ``quat_conjugate`` are
+Isaac Lab's, re-exported here for the names this module has always offered.
+"""
 
 from __future__ import annotations
 
 import math
 
 import torch
+from isaaclab.utils.math import quat_apply, quat_conjugate, quat_mul
 
-
-def quat_conjugate(q: torch.Tensor) -> torch.Tensor:
-    return torch.cat([-q[..., :3], q[..., 3:]], dim=-1)
-
-
-def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Hamilton product a * b of xyzw quaternions."""
-    ax, ay, az, aw = a.unbind(-1)
-    bx, by, bz, bw = b.unbind(-1)
-    return torch.stack((
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    ), dim=-1)
-
-
-def quat_apply(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Rotates vectors v (..., 3) by xyzw quaternions q (..., 4)."""
-    xyz, w = q[..., :3], q[..., 3:]
-    t = 2.0 * torch.cross(xyz, v, dim=-1)
-    return v + w * t + torch.cross(xyz, t, dim=-1)
+__all__ = ["is_upright_quarter_turn", "quat_angle_deg", "quat_apply", "quat_conjugate", "quat_mul", "relative_pose",
+           "world_aabb"]
 
 
 def quat_angle_deg(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Rotation angle between two xyzw orientations, degrees in [0, 180] (sign of q ignored)."""
     an = a / torch.linalg.vector_norm(a, dim=-1, keepdim=True).clamp_min(1e-12)
     bn = b / torch.linalg.vector_norm(b, dim=-1, keepdim=True).clamp_min(1e-12)
+    an, bn = torch.broadcast_tensors(an, bn)  # Isaac Lab's quat_mul takes equal shapes
     rel = quat_mul(quat_conjugate(an), bn)
     s = torch.linalg.vector_norm(rel[..., :3], dim=-1)
     return torch.rad2deg(2.0 * torch.atan2(s, rel[..., 3].abs()))

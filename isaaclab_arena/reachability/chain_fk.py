@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from isaaclab_arena.reachability.urdf_chain import UrdfChain
+from isaaclab_arena.utils.pose_math import matrix_from_quat as quat_xyzw_to_matrix  # noqa: F401 - the one home
 
 
 class ChainFK:
@@ -79,16 +80,6 @@ def axis_angle_matrix(axis: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
     s, c = torch.sin(angle)[:, None, None], torch.cos(angle)[:, None, None]
     eye = torch.eye(3, device=axis.device, dtype=axis.dtype)
     return eye + s * k + (1 - c) * (k @ k)
-
-
-def quat_xyzw_to_matrix(q: torch.Tensor) -> torch.Tensor:
-    """Unit quaternions (..., 4) xyzw -> rotation matrices (..., 3, 3)."""
-    x, y, z, w = q.unbind(-1)
-    return torch.stack([
-        1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
-        2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
-        2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y),
-    ], -1).reshape(*q.shape[:-1], 3, 3)
 
 
 def matrix_to_quat_xyzw(m: torch.Tensor) -> torch.Tensor:

@@ -32,7 +32,7 @@ import trimesh
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.geometry_reader import collision_mesh_of_spawn_cfg, prim_collision_mesh
 from isaaclab_arena.relations.kinds import KIND_ID  # before the kernel tables, which the kinds import
-from isaaclab_arena.relations.kernels.tables import PairMode
+from isaaclab_arena.relations.kernels.tables import PairMode, PairModes
 from isaaclab_arena.relations.mesh import MeshGeometry, no_mesh, pack_mesh_tables
 from isaaclab_arena.relations.mesh.logs import MESH_SDF, log_once
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
@@ -164,7 +164,7 @@ class PairGeometry:
     """What the compile stage adds to the tables: per pair (mode, MESH target row), the fixed objects' poses,
     the MESH tables (None when no pair or support term uses them) and the support terms."""
 
-    modes: list[tuple[int, int]]
+    modes: list[PairModes]
     fixed_pose: np.ndarray  # (n_fixed, 7) position, xyzw
     pair_objects: list = field(default_factory=list)  # (i, j) of each pair, compiled order
     mesh: object | None = None  # MeshTablesHandle
@@ -179,7 +179,7 @@ class PairGeometry:
 
     def sphere_side(self, k: int) -> str:
         """Which object of MESH pair k (compiled order) gives the spheres: 'i' or 'j'."""
-        return "i" if self.modes[k][0] & int(PairMode.MESH_IJ) else "j"
+        return "i" if self.modes[k].mode & int(PairMode.MESH_IJ) else "j"
 
     def report_unreliable(self) -> int:
         """Logs ``[MeshSDF]`` once when the solver kernels met unreliable signed-distance queries (no closest
@@ -246,14 +246,14 @@ def _supports_of(asset) -> list:
 
 def compile_pair_geometry(sc, pairs, ints, local_lo, local_hi, device: str) -> PairGeometry:
     """Pair modes, fixed poses, MESH tables and support terms of the scene compiled by ``sc``
-    (``compile_problem._SceneCompiler``); ``ints`` are the relation rows (kind, subject, parent, ...)."""
+    (``compile_problem._SceneCompiler``); ``ints`` are the relation rows (``RelationRow``)."""
     objects, n_mov, E = sc.objects, sc.n_mov, sc.num_envs
     default = sc.solver_params.collision_mode
     fixed_pose = np.array([list(a.get_world_pose().position_xyz) + list(a.get_world_pose().rotation_xyzw)
                            for a in sc.fixed] or [[0.0] * 6 + [1.0]], np.float64)
     modes_of = [effective_mode(a, default) for a in objects]
     rotation = [_rotation_kind(sc, k) for k in range(len(objects))]
-    out = PairGeometry(modes=[(0, -1)] * len(pairs), fixed_pose=fixed_pose)
+    out = PairGeometry(modes=[PairModes(0, -1)] * len(pairs), fixed_pose=fixed_pose)
     b = _Builder(sc.solver_params)
     geom = -np.ones((E, max(len(objects), 1)), np.int32)
 
@@ -302,14 +302,14 @@ def compile_pair_geometry(sc, pairs, ints, local_lo, local_hi, device: str) -> P
                                    bool(getattr(objects[j], "allow_open_mesh", False)))
             mesh_pairs.append((p, i, j, target))
         elif rotation[i] != "tilted" and rotation[j] != "tilted" and "yawed" in (rotation[i], rotation[j]):
-            out.modes[p] = (int(PairMode.OBB), -1)
+            out.modes[p] = PairModes(int(PairMode.OBB), -1)
             out.obb_pairs.append(p)
     # supports: On a fixed MESH object that has a mesh, the subject upright
     sup_rows, sup_f = [], []
     on_id = KIND_ID[On]
     for r, row in enumerate(ints):
-        c, pk = row[1], row[2]
-        if row[0] != on_id or pk < n_mov or modes_of[pk] != CollisionMode.MESH or rotation[c] == "tilted":
+        c, pk = row.subject, row.parent
+        if row.kind != on_id or pk < n_mov or modes_of[pk] != CollisionMode.MESH or rotation[c] == "tilted":
             continue
         if not real(pk):
             continue
@@ -336,7 +336,7 @@ def compile_pair_geometry(sc, pairs, ints, local_lo, local_hi, device: str) -> P
             other = j if i_side else i
             if not (_is_background(objects[other]) or _is_reference(objects[other])):
                 mode |= int(PairMode.INSIDE)
-            out.modes[p] = (mode, target)
+            out.modes[p] = PairModes(mode, target)
             out.mesh_pairs.append(p)
         out.mesh = pack_mesh_tables(rows, geom, device, sup_rows, sup_f)
         out.n_support = len(sup_rows)
@@ -367,3 +367,26 @@ def _rotation_kind(sc, k: int) -> str:
     turns = ((clutter and clutter[0].random_yaw)
              or (sc.placer_params.random_yaw_init and not clutter) or (rot is not None and not _quarter_turn(rot.quaternion_xyzw())))
     return "yawed" if turns else "upright"
+
+
+def box_pairs_first(pairs, pair_f, geo, n_mov: int):
+    """Pairs reordered so that the axis-aligned ones come first (the kernels' fast loop), with ``geo``'s pair
+    lists renumbered, and each movable object's pair list."""
+    order = sorted(range(len(pairs)), key=lambda k: geo.modes[k].mode != 0)
+    new = {old: k for k, old in enumerate(order)}
+    geo.modes = [geo.modes[k] for k in order]
+    geo.mesh_pairs = sorted(new[k] for k in geo.mesh_pairs)
+    geo.pair_objects = [geo.pair_objects[k] for k in order]
+    geo.obb_pairs = sorted(new[k] for k in geo.obb_pairs)
+    pairs, pair_f = [pairs[k] for k in order], [pair_f[k] for k in order]
+    return pairs, pair_f, _pair_lists(pairs, n_mov)
+
+
+def _pair_lists(pairs, n_mov: int) -> list[list[int]]:
+    """Each movable object's pair indices (the kernels' ``adj``)."""
+    adj = [[] for _ in range(n_mov)]
+    for k, (i, j) in enumerate(pairs):
+        adj[i].append(k)
+        if j < n_mov:
+            adj[j].append(k)
+    return adj

@@ -8,6 +8,8 @@ frames env-local world, rotations xyzw.
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 import torch
 import warp as wp
@@ -15,11 +17,15 @@ import warp as wp
 from isaaclab_arena.assets.asset import Background
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.object_reference import ObjectReference
-from isaaclab_arena.relations.collision_geometry import compile_pair_geometry, effective_mode
+from isaaclab_arena.relations.collision_geometry import box_pairs_first, compile_pair_geometry, effective_mode
 from isaaclab_arena.relations.kernels.geometry import ensure_warp, torch_stream
 from isaaclab_arena.relations.kernels.tables import (
+    OI_COLS,
     ObjectColumn,
     ObjectFlag,
+    ObjectParam,
+    PairParams,
+    RelationRow,
     SceneTables,
     YawMode,
     vec6i,
@@ -30,7 +36,8 @@ from isaaclab_arena.relations.feasibility import check_feasibility
 from isaaclab_arena.relations.footprint_budget import check_footprint_budget
 from isaaclab_arena.relations.kinds import KIND_ID, KINDS, kind_of, priority_of
 from isaaclab_arena.relations.chain_room import ChainRooms, turns
-from isaaclab_arena.relations.kinds.kind import ROW_WIDTH, KindRole, PackContext, ParamRow, RoomRow
+from isaaclab_arena.relations.kinds.kind import (ROW_WIDTH, KindRole, PackContext, PackedRelation, ParamRow,
+                                                 RelationKind, RoomRow)
 from isaaclab_arena.relations.mesh import pack_mesh_tables
 from isaaclab_arena.relations.mesh.sdf import MeshTables
 from isaaclab_arena.relations.placement_problem import (
@@ -143,6 +150,19 @@ def _init_support(asset, first_anchor, index: dict[str, int]) -> int:
         seen.add(cur.name)
 
 
+class _PackedRelation(NamedTuple):
+    """A relation packed by its kind, before the rows are sorted by kind id."""
+
+    kind_id: int
+    subject: int  # movable index
+    parent: int  # object index, -1 for none
+    packed: PackedRelation
+    params: list  # the float row (the kind's ParamColumns, WEIGHT last)
+    relation: Any
+    kind: RelationKind
+    asset: Any  # the subject
+
+
 class _SceneCompiler:
     """Intermediate state of one compile; ``PackContext`` writes the pinned axes, exempt pairs and pair
     clearances that the kinds declare."""
@@ -203,10 +223,10 @@ class _SceneCompiler:
 
     # -- relations ------------------------------------------------------------------------------------
     def relation_rows(self):
-        """Rows (kind id, subject, parent, axis, flag, row) and float rows of every relation, grouped by kind
-        id (scene order within a kind), and the ``CompiledRelation`` of each."""
+        """Rows (``RelationRow``: kind id, subject, parent, axis, flag, row) and float rows of every relation,
+        grouped by kind id (scene order within a kind), and the ``CompiledRelation`` of each."""
         sp = self.solver_params
-        rows = []
+        rows: list[_PackedRelation] = []
         for c, a in enumerate(self.movables):
             for rel in a.get_relations():
                 kind = kind_of(rel)
@@ -216,14 +236,17 @@ class _SceneCompiler:
                 packed = kind.pack(rel, PackContext(self, c, p))
                 weight = (float(sp.strategy_for(type(rel)).slope) * float(rel.relation_loss_weight)
                           if kind.strategy is not None else 0.0)
-                rows.append((KIND_ID[type(rel)], c, p, packed, kind.columns.row(packed.values, weight), rel, kind, a))
-        rows.sort(key=lambda r: r[0])  # stable: scene order within a kind
+                rows.append(_PackedRelation(KIND_ID[type(rel)], c, p, packed, kind.columns.row(packed.values, weight),
+                                            rel, kind, a))
+        rows.sort(key=lambda r: r.kind_id)  # stable: scene order within a kind
         ints, floats, compiled = [], [], []
-        for rid, (kid, c, p, packed, frow, rel, kind, a) in enumerate(rows):
-            ints.append([kid, c, p, packed.axis, packed.flag, rid])
-            floats.append(frow)
-            compiled.append(CompiledRelation(rid, rel, kind, a.name, rel.parent.name if kind.has_parent else None))
-        kind_start = np.searchsorted(np.array([r[0] for r in ints], np.int64), np.arange(len(KINDS) + 1), side="left")
+        for rid, r in enumerate(rows):
+            ints.append(RelationRow(kind=r.kind_id, subject=r.subject, parent=r.parent, axis=r.packed.axis,
+                                    flag=r.packed.flag, row=rid))
+            floats.append(r.params)
+            compiled.append(CompiledRelation(rid, r.relation, r.kind, r.asset.name,
+                                             r.relation.parent.name if r.kind.has_parent else None))
+        kind_start = np.searchsorted(np.array([r.kind for r in ints], np.int64), np.arange(len(KINDS) + 1), side="left")
         return ints, floats, compiled, kind_start
 
     def overlap_pairs(self):
@@ -244,7 +267,7 @@ class _SceneCompiler:
                 if not any(axes):
                     axes = [1.0, 1.0, 0.0]
                 pairs.append((i, j))
-                pair_f.append([self.pair_clearance.get(key, clearance)] + axes)
+                pair_f.append(PairParams(self.pair_clearance.get(key, clearance), *axes))
         return pairs, pair_f
 
     def object_rows(self, ints, adj, general=frozenset()):
@@ -258,13 +281,13 @@ class _SceneCompiler:
         proj = [[] for _ in range(self.n_mov)]
         penalised = [False] * self.n_mov
         for r in ints:
-            kind = KINDS[r[0]]
+            kind = KINDS[r.kind]
             if kind.relation is ClutterOn:
-                clutter_row[r[1]] = r[5]
+                clutter_row[r.subject] = r.row
             if kind.role == KindRole.INTERVAL:
-                proj[r[1]].append((priority_of(kind), r[5]))
+                proj[r.subject].append((priority_of(kind), r.row))
             elif kind.role == KindRole.PENALTY:
-                penalised[r[1]] = True
+                penalised[r.subject] = True
         random_yaw = self.placer_params.random_yaw_init
         obj_i, obj_f, proj_flat, adj_flat = [], [], [], []
         for c, a in enumerate(self.movables):
@@ -283,7 +306,7 @@ class _SceneCompiler:
             a0 = len(adj_flat)
             adj_flat += adj[c]
             flags = ObjectFlag(0)
-            if any(0 <= ints[rid][2] < self.n_mov for rid in proj_flat[p0:]):
+            if any(0 <= ints[rid].parent < self.n_mov for rid in proj_flat[p0:]):
                 flags |= ObjectFlag.MOVABLE_PARENT
             if penalised[c]:
                 flags |= ObjectFlag.PENALISED
@@ -291,7 +314,7 @@ class _SceneCompiler:
                 flags |= ObjectFlag.ROTATED
             if c in general:
                 flags |= ObjectFlag.GENERAL_PAIRS
-            row = [0] * 12
+            row = [0] * OI_COLS
             row[ObjectColumn.YAW] = int(yaw)
             row[ObjectColumn.SUPPORT] = _init_support(a, self.anchors[0], self.index)
             row[ObjectColumn.ORDER] = order[c]
@@ -302,9 +325,13 @@ class _SceneCompiler:
             row[ObjectColumn.ADJ0], row[ObjectColumn.ADJ1] = a0, len(adj_flat)
             row[ObjectColumn.FLAGS] = int(flags)
             obj_i.append(row)
-            half_pos = (rnd.x_half_m, rnd.y_half_m, rnd.z_half_m) if rnd is not None else (0.0, 0.0, 0.0)
-            half_rot = (rnd.roll_half_rad, rnd.pitch_half_rad, rnd.yaw_half_rad) if rnd is not None else (0.0,) * 3
-            obj_f.append(list(base) + list(half_pos) + list(half_rot))
+            frow = [0.0] * len(ObjectParam)
+            frow[ObjectParam.QX:ObjectParam.QW + 1] = base
+            if rnd is not None:
+                frow[ObjectParam.RANDOM_X_M:ObjectParam.RANDOM_Z_M + 1] = rnd.x_half_m, rnd.y_half_m, rnd.z_half_m
+                frow[ObjectParam.RANDOM_ROLL:ObjectParam.RANDOM_YAW + 1] = (rnd.roll_half_rad, rnd.pitch_half_rad,
+                                                                            rnd.yaw_half_rad)
+            obj_f.append(frow)
         return obj_i, obj_f, proj_flat, adj_flat, rank
 
     @staticmethod
@@ -313,34 +340,11 @@ class _SceneCompiler:
         every draw was penalty-free is already a solver fixed point, unless a later object can still move an
         earlier one (movable-parent repair, FaceTo headings) or a PENALTY relation refers to a later parent."""
         n_mov = len(obj_i)
-        later_parent = any(KINDS[r[0]].role == KindRole.PENALTY and 0 <= r[2] < n_mov and rank[r[2]] > rank[r[1]]
-                           for r in ints)
-        headings = any(KINDS[r[0]].role == KindRole.HEADING for r in ints)
+        later_parent = any(KINDS[r.kind].role == KindRole.PENALTY and 0 <= r.parent < n_mov
+                           and rank[r.parent] > rank[r.subject] for r in ints)
+        headings = any(KINDS[r.kind].role == KindRole.HEADING for r in ints)
         moves_parent = any(o[ObjectColumn.FLAGS] & ObjectFlag.MOVABLE_PARENT for o in obj_i)
         return not (moves_parent or headings or later_parent)
-
-
-def _box_pairs_first(pairs, pair_f, geo, n_mov: int):
-    """Pairs reordered so that the axis-aligned ones come first (the kernels' fast loop), with ``geo``'s pair
-    lists renumbered, and each movable object's pair list."""
-    order = sorted(range(len(pairs)), key=lambda k: geo.modes[k][0] != 0)
-    new = {old: k for k, old in enumerate(order)}
-    geo.modes = [geo.modes[k] for k in order]
-    geo.mesh_pairs = sorted(new[k] for k in geo.mesh_pairs)
-    geo.pair_objects = [geo.pair_objects[k] for k in order]
-    geo.obb_pairs = sorted(new[k] for k in geo.obb_pairs)
-    pairs, pair_f = [pairs[k] for k in order], [pair_f[k] for k in order]
-    return pairs, pair_f, _pair_lists(pairs, n_mov)
-
-
-def _pair_lists(pairs, n_mov: int) -> list[list[int]]:
-    """Each movable object's pair indices (the kernels' ``adj``)."""
-    adj = [[] for _ in range(n_mov)]
-    for k, (i, j) in enumerate(pairs):
-        adj[i].append(k)
-        if j < n_mov:
-            adj[j].append(k)
-    return adj
 
 
 def _device_array(values, dtype, width, device, keep):
@@ -397,15 +401,17 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
     pairs, pair_f = sc.overlap_pairs()
     _tick(bar, "pairs")
     geo = compile_pair_geometry(sc, pairs, ints, local_lo, local_hi, device)
-    pairs, pair_f, adj = _box_pairs_first(pairs, pair_f, geo, sc.n_mov)
+    pairs, pair_f, adj = box_pairs_first(pairs, pair_f, geo, sc.n_mov)
     _tick(bar, "pair geometry")
-    general = {k for p, m in zip(pairs, geo.modes) if m[0] for k in p} | {ints[r][1] for r in geo.support_relations}
+    general = ({k for p, m in zip(pairs, geo.modes) if m.mode for k in p}
+               | {ints[r].subject for r in geo.support_relations})
     obj_i, obj_f, proj_flat, adj_flat, rank = sc.object_rows(ints, adj, general)
     _tick(bar, "objects")
     sp = placer_params.solver_params
     with torch_stream(device):  # CUDA: the table copies are ordered with torch's stream
         keep: list = []
-        tensors = [torch.tensor(t, dtype=torch.float32, device=device) for t in (local_lo, local_hi, fixed_lo, fixed_hi)]
+        lo_t, hi_t, fixed_lo_t, fixed_hi_t = tensors = [torch.tensor(t, dtype=torch.float32, device=device)
+                                                         for t in (local_lo, local_hi, fixed_lo, fixed_hi)]
         T = SceneTables()
         T.n_mov, T.n_all, T.n_pairs = sc.n_mov, sc.n_all, len(pairs)
         T.init_exact = int(sc.init_exact(ints, obj_i, rank))
@@ -420,7 +426,7 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
         T.rel_f = _device_array(floats, ParamRow, ROW_WIDTH, device, keep)
         T.proj = _device_array(proj_flat, int, None, device, keep)
         T.adj = _device_array(adj_flat, int, None, device, keep)
-        T.n_box_pairs = sum(1 for m in geo.modes if m[0] == 0)
+        T.n_box_pairs = sum(1 for m in geo.modes if m.mode == 0)
         T.pair_i = _device_array(pairs, wp.vec2i, 2, device, keep)
         T.pair_f = _device_array(pair_f, wp.vec4, 4, device, keep)
         T.pair_m = _device_array(geo.modes, wp.vec2i, 2, device, keep)
@@ -432,7 +438,7 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
         T.pair_w = float(sp.collision_strategy.slope)
         T.slack = VALIDATION_SLACK_M
         checkpoints = _device_array(list(sp.get_checkpoints()), int, None, device, keep)
-    clearance = {"clearance"} if any(f[0] > 0 for f in pair_f) else set()  # judged on pairs with a clearance
+    clearance = {"clearance"} if any(f.clearance > 0 for f in pair_f) else set()  # judged on pairs with a clearance
     present = frozenset({"no_overlap"} | clearance | {c.check for c in compiled if c.check})
     targets = _reachability_targets(assets, sc)
     pools = compile_pools(assets, [a.name for a in sc.movables], [a.name for a in sc.fixed], device)
@@ -440,7 +446,8 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
     problem = PlacementProblem(
         device=device, num_envs=num_envs, placement_seed=placement_seed,
         object_names=[a.name for a in sc.movables], fixed_names=[a.name for a in sc.fixed], relations=compiled,
-        pairs=pairs, local_lo=tensors[0], local_hi=tensors[1], fixed_lo=tensors[2], fixed_hi=tensors[3], tables=T,
+        pairs=pairs, local_lo=lo_t, local_hi=hi_t, fixed_lo=fixed_lo_t, fixed_hi=fixed_hi_t,
+        tables=T,
         checkpoints=checkpoints, checks_present=present, reachability_targets=targets,
         fixed_origins=torch.tensor([list(a.get_world_pose().position_xyz) for a in sc.fixed], dtype=torch.float32,
                                    device=device).reshape(len(sc.fixed), 3), pair_geometry=geo, pools=pools, _keep=keep)

@@ -53,6 +53,7 @@ from isaaclab_arena.relations.relations import (
     PositionLimitsBox,
     PositionLimitsCylindrical,
 )
+from isaaclab_arena.utils.pose_math import matrix_from_quat
 
 logger = logging.getLogger(__name__)
 
@@ -104,13 +105,6 @@ def _turning(asset, random_yaw_init: bool) -> _Turning:
     return _Turning(base)
 
 
-def _matrix(q) -> np.ndarray:
-    x, y, z, w = (float(v) for v in q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-
-
 def _ranges(lo, hi, turning: _Turning, room=None, cache: dict | None = None):
     """``_yaw_ranges`` of one object, looked up in ``cache`` first (scenes repeat their sizes)."""
     key = (tuple(np.asarray(lo).tolist()), tuple(np.asarray(hi).tolist()), turning,
@@ -137,7 +131,7 @@ def _yaw_ranges(lo, hi, turning: _Turning, room=None):
         out[:, 3] = (-cn, cn)
         return out, -1.0
     corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
-    pts = corners @ _matrix(turning.base).T
+    pts = corners @ matrix_from_quat(np.asarray(turning.base, np.float64)).T
     span = turning.yaw_hi - turning.yaw_lo
     if span <= 0.0:
         theta, err = np.zeros(1), 0.0

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isaaclab_arena.relations.feasibility import EPS_M, _check_required, _matrix, _turning, _Turning
+from isaaclab_arena.relations.feasibility import EPS_M, _check_required, _turning, _Turning
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relations import ClutterOn, On
+from isaaclab_arena.utils.pose_math import matrix_from_quat
 
 #: Thresholds tried when choosing the objects of one support whose heights must overlap (at most this many).
 FOOTPRINT_HEIGHT_LEVELS = 256
@@ -58,7 +59,7 @@ def footprint_floor(extent, turning: _Turning) -> tuple[float, float]:
     faces = np.array([e[1] * e[2], e[0] * e[2], e[0] * e[1]])
     if turning.any:
         return float(faces.min()), float(e.min())
-    z = np.abs(_matrix(turning.base)[2])
+    z = np.abs(matrix_from_quat(np.asarray(turning.base, np.float64))[2])
     if turning.yaw_hi > turning.yaw_lo and not (z[0] <= 1e-12 and z[1] <= 1e-12):
         return float(faces.min()), float(e.min())  # a drawn yaw on a tilted base: bounds for any rotation
     return float(faces @ z), float(e @ z)
@@ -71,13 +72,13 @@ def _support_extent(asset, turning: _Turning | None) -> tuple[float, float, bool
     wx = wy = 0.0
     for e in _member_extents(asset):
         if turning is None:  # fixed: its world pose's rotation
-            rot = _matrix(asset.get_world_pose().rotation_xyzw)
+            rot = matrix_from_quat(np.asarray(asset.get_world_pose().rotation_xyzw, np.float64))
         elif turning.any:
             d = float(np.linalg.norm(e))
             wx, wy = max(wx, d), max(wy, d)
             continue
         else:
-            rot = _matrix(turning.base)
+            rot = matrix_from_quat(np.asarray(turning.base, np.float64))
         world = np.abs(rot) @ e  # extents of the AABB around the turned box
         if turning is not None and turning.yaw_hi > turning.yaw_lo:
             d = float(math.hypot(world[0], world[1]))

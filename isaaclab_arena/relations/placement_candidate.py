@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from isaaclab_arena.relations.kinds import CHECK_SLOTS
+from isaaclab_arena.utils.pose_math import matrix_from_quat
 
 if TYPE_CHECKING:
     from isaaclab_arena.relations.placement_problem import PlacementProblem
@@ -41,16 +42,6 @@ class PlacementCandidate:
     bounds: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]]
     loss: float
     check_results: dict[str, bool] = field(default_factory=dict)
-
-
-def quat_to_matrix(q: torch.Tensor) -> torch.Tensor:
-    """(..., 4) xyzw -> (..., 3, 3) rotation matrices."""
-    x, y, z, w = q.unbind(-1)
-    return torch.stack([
-        1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
-        2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
-        2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y),
-    ], dim=-1).reshape(*q.shape[:-1], 3, 3)
 
 
 @dataclass(frozen=True)
@@ -119,7 +110,7 @@ class PlacementCandidateBatch:
         n = self.problem.num_objects
         llo = self.problem.local_lo[e, :n]
         lhi = self.problem.local_hi[e, :n]
-        r = quat_to_matrix(self.rotations)
+        r = matrix_from_quat(self.rotations)
         c = torch.einsum("bnij,bnj->bni", r, 0.5 * (llo + lhi))
         h = torch.einsum("bnij,bnj->bni", r.abs(), 0.5 * (lhi - llo))
         return self.positions + c - h, self.positions + c + h

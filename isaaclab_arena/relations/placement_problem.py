@@ -119,7 +119,7 @@ class PlacementProblem:
     def pair_mode(self, k: int) -> str:
         """How pair k is measured: 'aabb', 'obb' (boxes turned about Z) or 'mesh'."""
         g = self.pair_geometry
-        if g is None or not g.modes[k][0]:
+        if g is None or not g.modes[k].mode:
             return "aabb"
         return "mesh" if k in g.mesh_pairs else "obb"
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from isaaclab_arena.utils import checks
+import numpy as np
+
+from isaaclab_arena.utils import checks, pose_math
+from isaaclab_arena.utils.pose_math import quat_from_euler_xyz  # noqa: F401 - public path (utils.pose)
 
 
 def _check_finite(values, what: str) -> None:
@@ -15,43 +18,13 @@ def _check_finite(values, what: str) -> None:
 
 
 def quat_multiply(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, float, float, float]:
-    """Hamilton product a * b of two xyzw quaternions."""
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return (
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    )
+    """Hamilton product a * b of two xyzw quaternions (``pose_math.quat_mul`` on plain tuples)."""
+    return tuple(float(v) for v in pose_math.quat_mul(np.asarray(a, np.float64), np.asarray(b, np.float64)))
 
 
 def quat_rotate(q: tuple[float, ...], v: tuple[float, ...]) -> tuple[float, float, float]:
-    """Rotates vector v by the xyzw quaternion q."""
-    qx, qy, qz, qw = q
-    vx, vy, vz = v
-    # t = 2 * cross(q.xyz, v)
-    tx = 2.0 * (qy * vz - qz * vy)
-    ty = 2.0 * (qz * vx - qx * vz)
-    tz = 2.0 * (qx * vy - qy * vx)
-    return (
-        vx + qw * tx + (qy * tz - qz * ty),
-        vy + qw * ty + (qz * tx - qx * tz),
-        vz + qw * tz + (qx * ty - qy * tx),
-    )
-
-
-def quat_from_euler_xyz(roll_rad: float, pitch_rad: float, yaw_rad: float) -> tuple[float, float, float, float]:
-    """xyzw quaternion of extrinsic X (roll), then Y (pitch), then Z (yaw) rotations, radians."""
-    cr, sr = math.cos(roll_rad / 2), math.sin(roll_rad / 2)
-    cp, sp = math.cos(pitch_rad / 2), math.sin(pitch_rad / 2)
-    cy, sy = math.cos(yaw_rad / 2), math.sin(yaw_rad / 2)
-    return (
-        sr * cp * cy - cr * sp * sy,
-        cr * sp * cy + sr * cp * sy,
-        cr * cp * sy - sr * sp * cy,
-        cr * cp * cy + sr * sp * sy,
-    )
+    """Rotates vector v by the xyzw quaternion q (``pose_math.quat_apply`` on plain tuples)."""
+    return tuple(float(c) for c in pose_math.quat_apply(np.asarray(q, np.float64), np.asarray(v, np.float64)))
 
 
 @dataclass(frozen=True)
@@ -93,8 +66,7 @@ class Pose:
 
     def yaw_rad(self) -> float:
         """Heading about world Z in radians (exact for upright rotations)."""
-        x, y, z, w = self.rotation_xyzw
-        return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+        return float(pose_math.yaw_from_quat(np.asarray(self.rotation_xyzw, np.float64)))
 
     def is_upright_quarter_turn(self, atol_rad: float = 1e-3) -> bool:
         """True when the rotation is a multiple of 90 degrees about world Z with no tilt."""

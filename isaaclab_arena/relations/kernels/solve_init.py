@@ -27,6 +27,7 @@ from isaaclab_arena.relations.kernels.tables import (
     FLAG_MOVABLE_PARENT,
     FLAG_PENALISED,
     FLAG_ROTATED,
+    OF_QX,
     OI_CLUTTER,
     OI_FLAGS,
     OI_ORDER,
@@ -78,7 +79,7 @@ def _init_kernel(general: bool):
         zero = wp.vec3(0.0)
         for i in range(n):
             of = T.obj_f[i]
-            q = wp.quat(of[0], of[1], of[2], of[3])
+            q = wp.quat(of[OF_QX], of[OF_QX + 1], of[OF_QX + 2], of[OF_QX + 3])
             if T.obj_i[i][OI_YAW] == YAW_RANDOM:
                 q = yaw_quat(wp.randf(st, -PI, PI)) * q
             S.rot[b, i] = q

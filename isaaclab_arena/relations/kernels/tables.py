@@ -15,6 +15,7 @@ arrays costs little where a function is not inlined.
 from __future__ import annotations
 
 from enum import IntEnum, IntFlag
+from typing import NamedTuple
 
 import warp as wp
 
@@ -99,6 +100,7 @@ OI_ADJ1 = wp.constant(int(ObjectColumn.ADJ1))
 OI_FLAGS = wp.constant(int(ObjectColumn.FLAGS))
 OI_COLS = 12
 OF_COLS = len(ObjectParam)
+OF_QX = wp.constant(int(ObjectParam.QX))  # the base rotation is OF_QX .. OF_QX + 3 (x, y, z, w)
 OF_RANDOM_POS = wp.constant(int(ObjectParam.RANDOM_X_M))
 OF_RANDOM_ROT = wp.constant(int(ObjectParam.RANDOM_ROLL))
 
@@ -109,9 +111,18 @@ FLAG_PENALISED = wp.constant(int(ObjectFlag.PENALISED))
 FLAG_ROTATED = wp.constant(int(ObjectFlag.ROTATED))
 FLAG_GENERAL_PAIRS = wp.constant(int(ObjectFlag.GENERAL_PAIRS))
 
-# pair_f columns: the pair's clearance (m), then whether a push may move the pair apart along x, y, z
-PF_CLEARANCE = wp.constant(0)
-PF_AXES = wp.constant(1)
+
+class PairParam(IntEnum):
+    """Columns of ``pair_f``: the pair's clearance (m), then whether a push may move the pair apart along x, y, z."""
+
+    CLEARANCE = 0
+    PUSH_X = 1
+    PUSH_Y = 2
+    PUSH_Z = 3
+
+
+PF_CLEARANCE = wp.constant(int(PairParam.CLEARANCE))
+PF_AXES = wp.constant(int(PairParam.PUSH_X))
 
 
 class PairColumn(IntEnum):
@@ -136,6 +147,44 @@ PM_OBB = wp.constant(int(PairMode.OBB))
 PM_MESH_IJ = wp.constant(int(PairMode.MESH_IJ))
 PM_MESH_JI = wp.constant(int(PairMode.MESH_JI))
 PM_INSIDE = wp.constant(int(PairMode.INSIDE))
+
+
+# -- host-side rows: what the compile stage builds, one named tuple per table row (field order = column order) --
+class RelationRow(NamedTuple):
+    """One row of ``rel_i`` (``RelationColumn``)."""
+
+    kind: int
+    subject: int
+    parent: int
+    axis: int
+    flag: int
+    row: int
+
+
+class PairParams(NamedTuple):
+    """One row of ``pair_f`` (``PairParam``): clearance (m), then may-push x, y, z (1.0 / 0.0)."""
+
+    clearance: float
+    push_x: float
+    push_y: float
+    push_z: float
+
+
+class PairModes(NamedTuple):
+    """One row of ``pair_m`` (``PairColumn``): ``PairMode`` bits, MESH target geometry row (-1: j's own)."""
+
+    mode: int
+    target: int
+
+
+def _check_row_order(row: type, columns: type) -> None:
+    names = [f.upper() for f in row._fields]
+    if names != [c.name for c in sorted(columns, key=int)]:
+        raise AssertionError(f"{row.__name__} fields {row._fields} do not follow {columns.__name__}")
+
+
+for _row, _columns in ((RelationRow, RelationColumn), (PairParams, PairParam), (PairModes, PairColumn)):
+    _check_row_order(_row, _columns)
 
 vec6i = wp.types.vector(length=RI_COLS, dtype=wp.int32)
 vec12i = wp.types.vector(length=OI_COLS, dtype=wp.int32)
