@@ -100,11 +100,13 @@ class AgreementProblem:
         lo, hi = np.array([-1.0, -1.0, -0.7]), np.array([1.0, 1.0, 0.9])
         rows, objects = [], []
         for b in range(len(bases)):
-            while sum(r == b for r in rows) < random_per_base:
+            drawn = 0
+            while drawn < random_per_base:
                 obj = bases[b, :3] + rng.uniform(lo, hi)
                 if np.linalg.norm(obj[:2] - bases[b, :2]) >= OWN_COLUMN_M:
                     rows.append(b)
                     objects.append(obj)
+                    drawn += 1
         self.base_of = np.array(rows)
         self.objects = np.array(objects)
         self.verdict = np.array([self._verdict(b, o) for b, o in zip(self.base_of, self.objects)])

@@ -33,8 +33,7 @@ def rotation_vector(m: torch.Tensor) -> torch.Tensor:
 
 
 def polish_within_limits(fk: ChainFK, pos: torch.Tensor, rot: torch.Tensor, q: torch.Tensor, lower: torch.Tensor,
-                         upper: torch.Tensor, thresholds: tuple[float, float], weight_scales=(1.0,),
-                         iterations: int = 30):
+                         upper: torch.Tensor, thresholds: tuple[float, float], iterations: int = 30):
     """Best configurations found from ``q`` for the targets.
 
     Args:
@@ -44,30 +43,24 @@ def polish_within_limits(fk: ChainFK, pos: torch.Tensor, rot: torch.Tensor, q: t
         q: (M, C) start configurations inside the limits.
         lower, upper: (C,) joint limits.
         thresholds: (position m, rotation rad) of the verdict.
-        weight_scales: Factors on the rotation residual's starting weight (position / rotation threshold);
-            each problem is solved once per factor. The weight is then balanced per problem at every
-            iteration toward equal scaled errors (the verdict's max() is smallest there on the
-            least-squares front).
         iterations: Damped least-squares iterations.
 
     Returns:
         ``(q, position_error_m, rotation_error_rad)`` of the best score per problem, (M, C), (M,), (M,).
     """
-    m = q.shape[0]
-    s = len(weight_scales)
+    n = q.shape[0]
     dev, dt = q.device, q.dtype
-    w = torch.tensor(weight_scales, dtype=dt, device=dev).repeat_interleave(m) * (thresholds[0] / thresholds[1])
+    # the rotation residual's weight starts verdict-balanced (position / rotation threshold), then moves per problem
+    w = torch.full((n,), thresholds[0] / thresholds[1], dtype=dt, device=dev)
     w_lo, w_hi = 0.01 * thresholds[0] / thresholds[1], 100.0 * thresholds[0] / thresholds[1]
-    pos_t, rot_t = pos.repeat(s, 1), rot.repeat(s, 1, 1)
-    x = torch.maximum(torch.minimum(q.repeat(s, 1), upper), lower)
-    n = x.shape[0]
+    x = torch.maximum(torch.minimum(q, upper), lower)
     damp = torch.eye(6, dtype=dt, device=dev) * DAMPING
     best_score = torch.full((n,), float("inf"), dtype=dt, device=dev)
     best_q, best_p, best_r = x.clone(), best_score.clone(), best_score.clone()
     for _ in range(iterations + 1):
         p, r, jac = fk.forward_with_jacobian(x)
-        pos_err = (pos_t - p).norm(dim=-1)
-        rot_err = rotation_angle_between(r, rot_t)
+        pos_err = (pos - p).norm(dim=-1)
+        rot_err = rotation_angle_between(r, rot)
         score = torch.maximum(pos_err / thresholds[0], rot_err / thresholds[1])
         # balance the weights toward the verdict's max(): weigh rotation more where it is the larger of the two
         # scaled errors, less where position is (the least-squares optimum then moves toward the minimax one)
@@ -77,7 +70,7 @@ def polish_within_limits(fk: ChainFK, pos: torch.Tensor, rot: torch.Tensor, q: t
         best_score = torch.where(better, score, best_score)
         best_q[better], best_p[better], best_r[better] = x[better], pos_err[better], rot_err[better]
         jac = torch.cat([jac[:, :3], jac[:, 3:] * w[:, None, None]], 1)  # (n, 6, C)
-        err = torch.cat([pos_t - p, rotation_vector(rot_t @ r.transpose(-1, -2)) * w[:, None]], -1)  # (n, 6)
+        err = torch.cat([pos - p, rotation_vector(rot @ r.transpose(-1, -2)) * w[:, None]], -1)  # (n, 6)
 
         def step(j):
             return (j.transpose(1, 2) @ torch.linalg.solve(j @ j.transpose(1, 2) + damp, err[..., None]))[..., 0]
@@ -86,7 +79,4 @@ def polish_within_limits(fk: ChainFK, pos: torch.Tensor, rot: torch.Tensor, q: t
         held = ((x <= lower + 1e-7) & (dq < 0)) | ((x >= upper - 1e-7) & (dq > 0))
         dq = torch.where(held.any(-1, keepdim=True), step(jac * ~held[:, None, :]), dq)
         x = torch.maximum(torch.minimum(x + dq, upper), lower)
-    # the best over the weight scales, per problem
-    per = best_score.reshape(s, m)
-    pick = per.argmin(0) * m + torch.arange(m, device=dev)
-    return best_q[pick], best_p[pick], best_r[pick]
+    return best_q, best_p, best_r
