@@ -33,7 +33,15 @@ run() {  # run <label> <folder> <command line>
   start=$(date +%s)
   (cd "$dir" && bash -c "$line") > "$work/out.log" 2>&1; code=$?
   echo "== [$label] exit $code after $(( $(date +%s) - start )) s; last lines:"; tail -n 8 "$work/out.log"
-  [ $code -eq 0 ] || rc=1
+  if [ $code -ne 0 ]; then
+    rc=1
+    # which tests failed, and the start of each failure's report (the tail alone shows only the last one's end)
+    if grep -qE '^(FAILED|ERROR) ' "$work/out.log"; then
+      echo "== [$label] failing tests:"; grep -E '^(FAILED|ERROR) ' "$work/out.log" | cut -c1-400
+      echo "== [$label] failure reports (first 60 lines):"
+      awk '/^=+ (FAILURES|ERRORS) =+$/{on=1} /^=+ short test summary info =+$/{on=0} on' "$work/out.log" | head -n 60
+    fi
+  fi
 }
 
 mkdir -p "$work/user"

@@ -84,13 +84,27 @@ def deferred_stops():
             signal.signal(s, handler)
 
 
+def _unraisable(args, previous=sys.unraisablehook) -> None:
+    """A Ctrl-C's ``KeyboardInterrupt`` that Python cannot raise (it landed in a weakref callback, a ``__del__`` or
+    the import machinery's module-lock cleanup, seen here during start-up imports) is printed by Python as
+    "Exception ignored in ..." with a traceback, and the run goes on. Its arrival is already noted by
+    :func:`_on_sigint`, so the next :func:`raise_if_interrupted` stops the run with the one-line report; nothing
+    is printed here. Everything else keeps Python's report."""
+    if isinstance(args.exc_value, KeyboardInterrupt) and _interrupted is not None:
+        return
+    previous(args)
+
+
 def quiet_interrupts() -> None:
-    """Installs, for this process, the one-line report of an uncaught Ctrl-C and a SIGINT handler that also
-    remembers the interruption (see :func:`raise_if_interrupted`). Main thread only."""
+    """Installs, for this process, the one-line report of an uncaught Ctrl-C, a SIGINT handler that also
+    remembers the interruption (see :func:`raise_if_interrupted`), and silence for a Ctrl-C that Python could not
+    raise where it landed (:func:`_unraisable`; the next check raises it). Main thread only."""
     global _interrupted
     _interrupted = None
     if sys.excepthook is not _report:
         sys.excepthook = _report
+    if sys.unraisablehook is not _unraisable:
+        sys.unraisablehook = _unraisable
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         signal.signal(signal.SIGINT, _on_sigint)
 
