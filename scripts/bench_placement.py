@@ -14,6 +14,11 @@ randomiser (``sample_object_poses`` of isaaclab_tasks/contrib/stack/mdp/stack_ev
 validators:
   bench scene=boxes3 peer=isaaclab_stock layouts_per_s=... valid_rate=... ratio=...
 
+Compile time of 1,000 objects and a reset's refill against solving the same layouts (``bench_scale_refill.py``;
+``--no-scaling`` skips them):
+  bench scene=many_boxes stage=compile objects=1000 pairs=... compile_s=... compile_peak_mb=...
+  bench scene=boxes3 stage=refill envs=1024 layouts_per_env=5 batch=5120 refill_ms=... solve_ms=... refill_vs_solve=...
+
 MESH scenes (``bench_mesh_scenes.py``: the example assets' meshes) are solved with BBOX and with MESH collision in
 the same run:
   bench scene=kitchen_mesh collision=mesh batch=256 layouts_per_s=... valid_rate=... ...
@@ -246,6 +251,8 @@ def main() -> None:
     ap.add_argument("--no-spread", dest="spread", action="store_false", help="skip the spread against rejection "
                                                                              "sampling")
     ap.add_argument("--no-mesh", dest="mesh", action="store_false", help="skip the MESH scenes (BBOX against MESH)")
+    ap.add_argument("--no-scaling", dest="scaling", action="store_false",
+                    help="skip the compile of 1,000 objects and the refill against its solve (bench_scale_refill.py)")
     args = ap.parse_args()
     plan = QUICK if args.quick else FULL
     timing = {"windows": args.runs or (3 if args.quick else 5),
@@ -272,6 +279,10 @@ def main() -> None:
         bench_scene(name, batches, timing, args.device, results)
     for name, batches in (mesh_plan if args.mesh else []):
         bench_mesh_scenes.bench(name, batches, timing, args.device)
+    if args.scaling and not args.scenes and args.device == "cpu":
+        import bench_scale_refill
+
+        bench_scale_refill.run(args.quick)
     if args.spread:
         for name, counts in (SPREAD_QUICK if args.quick else SPREAD).items():
             if not args.scenes or name in args.scenes:

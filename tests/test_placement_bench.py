@@ -29,7 +29,8 @@ def test_bench_quick_mode_prints_parseable_lines(tmp_path):
     code = [line for line in out.stdout.splitlines() if line.startswith("# code=")]
     assert len(code) == 1 and code[0].split()[1] == f"code={ROOT}", code  # measured this checkout
     rows = _rows(out.stdout)
-    solved = [r for r in rows if "layouts_per_s" in r and "batch" in r and "peer" not in r and "collision" not in r]
+    solved = [r for r in rows if "layouts_per_s" in r and "batch" in r and "peer" not in r and "collision" not in r
+              and "stage" not in r]
     assert {r["scene"] for r in solved} == {"boxes3", "boxes10", "mug_bowl", "crowded14", "all_relations", "clutter",
                                            "chain4", "row5", "chain4_yaw", "crowded14_yaw"}
     # MESH scenes: each solved with BBOX and with MESH in the same run, and their ratio
@@ -53,6 +54,14 @@ def test_bench_quick_mode_prints_parseable_lines(tmp_path):
     ceilings = [r for r in rows if "validate_only_per_s" in r]
     assert {r["scene"] for r in ceilings} == {r["scene"] for r in solved}
     assert all(float(r["validate_only_per_s"]) > 0 for r in ceilings)
+    # issue 21's compile and refill figures
+    compile_row, = [r for r in rows if r.get("stage") == "compile"]
+    assert int(compile_row["objects"]) == 250 and int(compile_row["pairs"]) == 250 * 249 // 2
+    assert float(compile_row["compile_s"]) > 0 and float(compile_row["compile_peak_mb"]) > 0
+    refill, = [r for r in rows if r.get("stage") == "refill"]
+    assert refill["scene"] == "boxes3" and int(refill["batch"]) == int(refill["envs"]) * int(refill["layouts_per_env"])
+    assert float(refill["refill_vs_solve"]) == pytest.approx(float(refill["refill_ms"]) / float(refill["solve_ms"]),
+                                                             rel=0.02)
     peers = [r for r in rows if r.get("peer") == "isaaclab_stock"]
     assert {r["scene"] for r in peers} == {"boxes3", "boxes10"}
     for r in peers:

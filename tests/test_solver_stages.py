@@ -110,3 +110,26 @@ def test_initial_sampling_follows_the_on_chain_else_the_first_anchor():
         assert bool(((pos[name][:, 0] - 3.0).abs() <= 0.3).all()), name  # on the shelf's footprint
     assert bool((pos["lost"][:, 2] >= 1.0).all())  # drawn on the shelf top
     assert len({round(float(x), 4) for x in pos["lost"][:, 0]}) > 8  # drawn, not just centred
+
+
+def test_checking_given_layouts_on_several_threads_changes_no_verdict_and_each_batch_owns_its_tensors():
+    """``evaluate_poses`` keeps its buffers between calls and splits large batches over threads: the verdicts,
+    excesses and pairs are the same on 1, 2 and 3 threads, a batch returned earlier is not overwritten by a later
+    call, and layouts moved into overlap are rejected (the check does run)."""
+    params = ObjectPlacerParams(placement_seed=5, solver_params=RelationSolverParams(verbose=False))
+    problem = compile_placement_problem(SCENES["crowded14"](), 400, 5, params)
+    envs = torch.arange(400)
+    solved = ObjectPlacer(params).place_problem(problem, envs, envs)
+    pos, rot = solved.positions.clone(), solved.solved.rotations.clone()
+    bad = pos.clone()
+    bad[::2, 1] = bad[::2, 0]  # every other layout: object 1 moved onto object 0
+    first = evaluate_poses(problem, envs, pos, rot, threads=1)
+    kept = first.builtin_fail_bits.clone()
+    fields = ("builtin_fail_bits", "relation_excess", "relation_cause", "overlap_pair", "overlap_depth", "loss")
+    for threads in (2, 3):
+        again = evaluate_poses(problem, envs, bad, rot, threads=threads)
+        ref = evaluate_poses(problem, envs, bad, rot, threads=1)
+        for name in fields:
+            assert torch.equal(getattr(again, name), getattr(ref, name)), (threads, name)
+        assert bool((again.builtin_fail_bits[::2] != 0).all()) and bool((again.builtin_fail_bits[1::2] == 0).all())
+    assert torch.equal(first.builtin_fail_bits, kept) and bool((kept == 0).all())  # still the clean verdicts

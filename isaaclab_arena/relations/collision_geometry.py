@@ -370,23 +370,32 @@ def _rotation_kind(sc, k: int) -> str:
 
 
 def box_pairs_first(pairs, pair_f, geo, n_mov: int):
-    """Pairs reordered so that the axis-aligned ones come first (the kernels' fast loop), with ``geo``'s pair
-    lists renumbered, and each movable object's pair list."""
-    order = sorted(range(len(pairs)), key=lambda k: geo.modes[k].mode != 0)
-    new = {old: k for k, old in enumerate(order)}
-    geo.modes = [geo.modes[k] for k in order]
-    geo.mesh_pairs = sorted(new[k] for k in geo.mesh_pairs)
-    geo.pair_objects = [geo.pair_objects[k] for k in order]
-    geo.obb_pairs = sorted(new[k] for k in geo.obb_pairs)
-    pairs, pair_f = [pairs[k] for k in order], [pair_f[k] for k in order]
+    """Pairs reordered so that the axis-aligned ones come first (the kernels' fast loop; stable, so a scene of
+    boxes keeps its order), with ``geo``'s pair lists renumbered, and each movable object's pair list.
+    ``pairs``: list of (i, j); ``pair_f``: (P, 4) ``PairParam`` rows (numpy)."""
+    turned = np.fromiter((m.mode != 0 for m in geo.modes), bool, len(geo.modes))
+    if turned.any():
+        order = np.argsort(turned, kind="stable")
+        new = np.empty_like(order)
+        new[order] = np.arange(len(order))
+        order_l = order.tolist()
+        geo.modes = [geo.modes[k] for k in order_l]
+        geo.mesh_pairs = sorted(new[geo.mesh_pairs].tolist()) if geo.mesh_pairs else []
+        geo.pair_objects = [geo.pair_objects[k] for k in order_l]
+        geo.obb_pairs = sorted(new[geo.obb_pairs].tolist()) if geo.obb_pairs else []
+        pairs, pair_f = [pairs[k] for k in order_l], pair_f[order]
     return pairs, pair_f, _pair_lists(pairs, n_mov)
 
 
 def _pair_lists(pairs, n_mov: int) -> list[list[int]]:
-    """Each movable object's pair indices (the kernels' ``adj``)."""
-    adj = [[] for _ in range(n_mov)]
-    for k, (i, j) in enumerate(pairs):
-        adj[i].append(k)
-        if j < n_mov:
-            adj[j].append(k)
-    return adj
+    """Each movable object's pair indices in increasing order (the kernels' ``adj``)."""
+    if not pairs:
+        return [[] for _ in range(n_mov)]
+    ij = np.asarray(pairs, np.int64).reshape(-1, 2)
+    k = np.arange(len(ij))
+    movable_j = ij[:, 1] < n_mov
+    owner = np.concatenate([ij[:, 0], ij[movable_j, 1]])
+    index = np.concatenate([k, k[movable_j]])
+    order = np.lexsort((index, owner))
+    counts = np.bincount(owner, minlength=n_mov)[:n_mov]
+    return [part.tolist() for part in np.split(index[order], np.cumsum(counts)[:-1])]

@@ -8,6 +8,7 @@ frames env-local world, rotations xyzw.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -24,7 +25,7 @@ from isaaclab_arena.relations.kernels.tables import (
     ObjectColumn,
     ObjectFlag,
     ObjectParam,
-    PairParams,
+    PairParam,
     RelationRow,
     SceneTables,
     YawMode,
@@ -39,6 +40,7 @@ from isaaclab_arena.relations.chain_room import ChainRooms, turns
 from isaaclab_arena.relations.kinds.kind import (ROW_WIDTH, KindRole, PackContext, PackedRelation, ParamRow,
                                                  RelationKind, RoomRow)
 from isaaclab_arena.relations.mesh import pack_mesh_tables
+from isaaclab_arena.relations.pair_tables import overlap_pairs
 from isaaclab_arena.relations.mesh.sdf import MeshTables
 from isaaclab_arena.relations.placement_problem import (
     VALIDATION_SLACK_M,
@@ -250,25 +252,9 @@ class _SceneCompiler:
         return ints, floats, compiled, kind_start
 
     def overlap_pairs(self):
-        """no_overlap pairs (movable i, movable or fixed collider j) and their clearance and push axes."""
-        n_mov = self.n_mov
-        default = self.solver_params.collision_mode
-        colliders = [n_mov + f for f, a in enumerate(self.fixed)
-                     if not isinstance(a, Background) or effective_mode(a, default) == CollisionMode.MESH]
-        clearance = self.solver_params.clearance_m
-        pairs, pair_f = [], []
-        for i in range(n_mov):
-            for j in list(range(i + 1, n_mov)) + colliders:
-                key = (min(i, j), max(i, j))
-                if key in self.exempt:
-                    continue
-                # a push may move the pair apart along an axis unless both are pinned there
-                axes = [0.0 if (self.pinned[i, k] and (j >= n_mov or self.pinned[j, k])) else 1.0 for k in range(3)]
-                if not any(axes):
-                    axes = [1.0, 1.0, 0.0]
-                pairs.append((i, j))
-                pair_f.append(PairParams(self.pair_clearance.get(key, clearance), *axes))
-        return pairs, pair_f
+        """no_overlap pairs and their ``PairParam`` rows (``pair_tables.overlap_pairs``)."""
+        return overlap_pairs(self.n_mov, self.n_all, self.fixed, self.solver_params, self.pinned, self.exempt,
+                             self.pair_clearance)
 
     def object_rows(self, ints, adj, general=frozenset()):
         """Per movable object: its ObjectColumn row, its ObjectParam row, and the flat projection and pair
@@ -349,6 +335,8 @@ class _SceneCompiler:
 
 def _device_array(values, dtype, width, device, keep):
     npd = np.int32 if dtype in (int, vec6i, vec12i, wp.vec2i) else np.float32
+    if width is not None and isinstance(values, list) and values:  # rows of Python numbers: a flat read is faster
+        values = np.fromiter(itertools.chain.from_iterable(values), npd, len(values) * width).reshape(-1, width)
     values = np.asarray(values, dtype=npd)
     if values.size == 0:
         values = np.zeros((1,) if width is None else (1, width), dtype=npd)
@@ -398,7 +386,8 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
     _tick(bar, "geometry")
     ints, floats, compiled, kind_start = sc.relation_rows()
     _tick(bar, "relations")
-    pairs, pair_f = sc.overlap_pairs()
+    pair_ij, pair_f = sc.overlap_pairs()
+    pairs = list(zip(*pair_ij.T.tolist())) if len(pair_ij) else []  # (i, j) tuples of Python ints
     _tick(bar, "pairs")
     geo = compile_pair_geometry(sc, pairs, ints, local_lo, local_hi, device)
     pairs, pair_f, adj = box_pairs_first(pairs, pair_f, geo, sc.n_mov)
@@ -438,7 +427,7 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
         T.pair_w = float(sp.collision_strategy.slope)
         T.slack = VALIDATION_SLACK_M
         checkpoints = _device_array(list(sp.get_checkpoints()), int, None, device, keep)
-    clearance = {"clearance"} if any(f.clearance > 0 for f in pair_f) else set()  # judged on pairs with a clearance
+    clearance = {"clearance"} if bool((pair_f[:, PairParam.CLEARANCE] > 0).any()) else set()  # judged on pairs with a clearance
     present = frozenset({"no_overlap"} | clearance | {c.check for c in compiled if c.check})
     targets = _reachability_targets(assets, sc)
     pools = compile_pools(assets, [a.name for a in sc.movables], [a.name for a in sc.fixed], device)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+import numpy as np
+
 from isaaclab_arena.assets.asset import Background, PlaceableAsset
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.object_reference import ObjectReference
@@ -183,12 +185,13 @@ def _check_face_to(asset, rels, where) -> None:
 
 
 def _xy_extent(box, quat) -> tuple[float, float]:
-    """World X/Y size (metres) of a local box rotated by the xyzw quaternion ``quat``."""
-    from isaaclab_arena.utils.pose import quat_rotate
+    """World X/Y size (metres) of a local box rotated by the xyzw quaternion ``quat`` (its 8 corners at once)."""
+    from isaaclab_arena.utils.pose_math import quat_apply
 
-    pts = [quat_rotate(quat, (x, y, z)) for x in (box.min_point[0], box.max_point[0])
-           for y in (box.min_point[1], box.max_point[1]) for z in (box.min_point[2], box.max_point[2])]
-    return (max(p[0] for p in pts) - min(p[0] for p in pts), max(p[1] for p in pts) - min(p[1] for p in pts))
+    lo, hi = box.min_point, box.max_point
+    corners = np.array([(x, y, z) for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])], np.float64)
+    pts = quat_apply(np.asarray(quat, np.float64)[None, :], corners)
+    return float(pts[:, 0].max() - pts[:, 0].min()), float(pts[:, 1].max() - pts[:, 1].min())
 
 
 _IDENTITY = (0.0, 0.0, 0.0, 1.0)

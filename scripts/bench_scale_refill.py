@@ -1,0 +1,117 @@
+"""Two figures of ``bench_placement.py`` beyond the per-scene rates (issue 21):
+
+  bench scene=many_boxes stage=compile objects=1000 pairs=... compile_s=... compile_peak_mb=...
+      compiling a scene of ``objects`` boxes (6 x 6 x 5 cm, On one table sized for 12 % footprint density): the
+      one-time cost of ``ObjectPlacer.compile`` (checks, tables, pair geometry, feasibility), median of runs, and
+      the peak traced Python memory of one compile (``tracemalloc``; numpy and torch buffers included);
+  bench scene=boxes3 stage=refill envs=1024 layouts_per_env=... batch=... refill_ms=... solve_ms=... refill_vs_solve=...
+      a reset's refill (``PooledObjectPlacer.fill`` of every env's partition: draw, solve, check, rank, store,
+      diagnostics) against ``ObjectPlacer.place_problem`` of the same number of candidates (solve and check
+      alone), medians of runs.
+
+Usage (through bench_placement.py; or alone): scripts/arena_python.sh scripts/bench_scale_refill.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+import tracemalloc
+
+if not os.environ.get("PYTHONPATH"):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import torch  # noqa: E402
+
+#: Box edge (m) and the fraction of the table's top the boxes' footprints cover.
+BOX_M, DENSITY = 0.06, 0.12
+
+
+def many_boxes(n: int) -> list:
+    """A table (1.5 : 1, sized so that ``n`` boxes cover ``DENSITY`` of its top) with ``n`` boxes On it."""
+    from isaaclab_arena.assets.asset import Object
+    from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
+    from isaaclab_arena.relations.relations import IsAnchor, On
+    from isaaclab_arena.relations.scenes import cuboid
+    from isaaclab_arena.utils.pose import Pose
+
+    area = n * BOX_M * BOX_M / DENSITY
+    length = math.sqrt(area * 1.5)
+    table = Object("table", bounding_box=AxisAlignedBoundingBox.from_size((length, area / length, 0.75)),
+                   initial_pose=Pose((0.0, 0.0, 0.375)))
+    table.add_relation(IsAnchor())
+    boxes = []
+    for i in range(n):
+        box = cuboid(f"box_{i}", (BOX_M, BOX_M, 0.05))
+        box.add_relation(On(table))
+        boxes.append(box)
+    return [table] + boxes
+
+
+def _placer(**params):
+    from isaaclab_arena.relations.object_placer import ObjectPlacer
+    from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+    from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
+
+    return ObjectPlacer(ObjectPlacerParams(placement_seed=1234, solver_params=RelationSolverParams(verbose=False),
+                                           **params))
+
+
+def bench_scaling(n: int, runs: int) -> None:
+    assets = many_boxes(n)
+    times = []
+    for _ in range(runs):
+        placer = _placer()  # a fresh placer: nothing cached
+        t0 = time.perf_counter()
+        problem = placer.compile(assets, 16)
+        times.append(time.perf_counter() - t0)
+    tracemalloc.start()
+    _placer().compile(assets, 16)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print(f"bench scene=many_boxes stage=compile objects={n} pairs={len(problem.pairs)} "
+          f"compile_s={statistics.median(times):.3f} compile_peak_mb={peak / 2**20:.1f} runs={runs}", flush=True)
+
+
+def bench_refill(scene: str, envs: int, runs: int) -> None:
+    from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+    from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
+    from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
+    from isaaclab_arena.relations.scenes import SCENES
+
+    assets = SCENES[scene]()
+    params = ObjectPlacerParams(placement_seed=1234, solver_params=RelationSolverParams(verbose=False))
+    pool = PooledObjectPlacer(assets, params, num_envs=envs)
+    pool.diagnostics.verbose = False  # a printed block per fill is not the refill's work
+    pool.initialize()
+    every = torch.arange(envs)
+    layouts = pool.layouts_per_env
+    placer = pool.placer
+    problem = placer.compile(assets, envs)
+    env_ids = every.repeat_interleave(layouts)
+    refill, solve = [], []
+    for r in range(runs):  # interleaved, so that both see the same machine
+        t0 = time.perf_counter()
+        pool.fill(every, "reset_refill")
+        refill.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        placer.place_problem(problem, env_ids, env_ids * 0 + 10_000 + r)
+        solve.append(time.perf_counter() - t0)
+    rm, sm = statistics.median(refill) * 1e3, statistics.median(solve) * 1e3
+    print(f"bench scene={scene} stage=refill envs={envs} layouts_per_env={layouts} batch={envs * layouts} "
+          f"refill_ms={rm:.2f} solve_ms={sm:.2f} refill_vs_solve={rm / sm:.2f} runs={runs}", flush=True)
+
+
+def run(quick: bool) -> None:
+    bench_scaling(250 if quick else 1000, 1 if quick else 3)
+    bench_refill("boxes3", 64 if quick else 1024, 3 if quick else 9)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    run(ap.parse_args().quick)
