@@ -13,9 +13,8 @@ How (no Python loop over candidates):
 2. Stage 1 solves every problem from one informed seed: the solution, found once at construction, for
    the nearest of a grid of top-down targets in the plane in front of the robot (by reach and height),
    turned toward the object (the first vertical joint rotated by the object's azimuth).
-3. Stage 2 re-solves only the problems stage 1 left unreached but near (best score below
-   :data:`SPREAD_SCORE`), from ``n_seeds - 1`` fixed quasi-random (Roberts sequence) configurations spread over
-   the joint limits; those farther off get one more try, from their informed seed through the other shoulder.
+3. Stage 2 re-solves only the problems stage 1 left unreached, from ``n_seeds - 1`` fixed quasi-random
+   (Roberts sequence) configurations spread over the joint limits.
 3b. Stage 3 polishes the near misses (best score between 1 and :data:`NEAR_MISS_SCORE`) with the joint
    limits held exactly and the rotation weight balanced toward the verdict's max()
    (:func:`~isaaclab_arena.reachability.limit_polish.polish_within_limits`), from their best solution, their
@@ -106,13 +105,6 @@ NEAR_MISS_SCORE = 3.0
 POLISH_STARTS = 4
 #: ... and from the library solutions of the ``LIBRARY_STARTS`` nearest (reach, height) cells.
 LIBRARY_STARTS = 4
-
-#: Stage 2 (the spread seeds) runs on problems whose best score after stage 1 is above 1 and below this; those
-#: farther off are tried once more from their informed seed through the other shoulder (stage 1b) and are otherwise
-#: refused: in the agreement sample no problem that far after its informed seed was reachable at all (measured by
-#: ``scripts/bench_robot.py --only agreement``; a reached verdict is always measured by FK, so skipping can only
-#: cost a refusal, never a false acceptance).
-SPREAD_SCORE = 3.0
 
 #: Weight of the soft joint-limit objective (solutions are clamped to the limits afterwards anyway).
 LIMIT_WEIGHT = 10.0
@@ -280,24 +272,14 @@ class IKReachabilityChecker:
         return torch.maximum(pos_err / thresholds[0], rot_err / thresholds[1])
 
     def _solve_problems(self, pos: torch.Tensor, rot: torch.Tensor, azimuth: torch.Tensor,
-                        thresholds: tuple[float, float], spread_score: float = SPREAD_SCORE):
-        """Stages 1 to 3 for (M,) base-frame targets -> best clamped q (M, C), errors (M,), scores (M,).
-        ``spread_score``: stage 2 runs on the unreached problems whose score is below it (inf: on all of them, as
-        when the seed library is built)."""
+                        thresholds: tuple[float, float]):
+        """Stages 1 and 2 for (M,) base-frame targets -> best clamped q (M, C), errors (M,), scores (M,)."""
         # rotation residuals weigh pos_thr / rot_thr against position ones (metres): the LM objective then
         # trades position against orientation error the way the verdict does
         weight = thresholds[0] / thresholds[1]
-        informed = self._informed_seeds(pos, azimuth)
-        q, pos_err, rot_err = self._solve_and_measure(pos, rot, informed, weight)
+        q, pos_err, rot_err = self._solve_and_measure(pos, rot, self._informed_seeds(pos, azimuth), weight)
         score = self._score(pos_err, rot_err, thresholds)
-        far = (score >= spread_score).nonzero().squeeze(-1)
-        if self._flip is not None and far.numel():  # stage 1b: the informed seed through the other shoulder
-            qf, pf, rf = self._solve_and_measure(pos[far], rot[far], self._flipped(informed[far]), weight)
-            scoref = self._score(pf, rf, thresholds)
-            better = scoref < score[far]
-            upd = far[better]
-            q[upd], pos_err[upd], rot_err[upd], score[upd] = qf[better], pf[better], rf[better], scoref[better]
-        rest = ((score > 1) & (score < spread_score)).nonzero().squeeze(-1)
+        rest = (score > 1).nonzero().squeeze(-1)
         s = self._spread.shape[0]
         starts = q[:, None].clone()  # (M, 1 + k, C) stage-3 starting configurations
         if s and rest.numel():  # stage 2: the unreached problems from every spread seed
@@ -344,7 +326,7 @@ class IKReachabilityChecker:
         pos = torch.stack([r.reshape(-1), torch.zeros_like(r).reshape(-1), z.reshape(-1) + self._reach_centre[2]], -1)
         base = torch.tensor([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]], device=tdev)
         pos_b, rot_b, azimuth = top_down_grasp_targets(base, pos[None], 0.0, self.yaw_offset_rad)
-        q, _, _, score = self._solve_problems(pos_b[0], rot_b[0], azimuth[0], (0.01, 0.1), spread_score=math.inf)
+        q, _, _, score = self._solve_problems(pos_b[0], rot_b[0], azimuth[0], (0.01, 0.1))
         keep = score <= 1
         self._library_rz = torch.stack([pos_b[0, keep, 0], pos_b[0, keep, 2]], -1)
         self._library_q = q[keep]
