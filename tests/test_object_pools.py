@@ -104,6 +104,8 @@ def test_python_refusals():
         ObjectPool("p", things, count=(2, 4))
     with pytest.raises(ValueError, match="count must be"):
         ObjectPool("p", things, count=(3, 2))
+    with pytest.raises(ValueError, match=r"count must be .* got 4$"):  # a scalar k is quoted as written
+        ObjectPool("p", things, count=4)
     with pytest.raises(ValueError, match="listed twice"):
         ObjectPool("p", [things[0], things[0]], count=1)
     assets, pool = _pool_scene()
@@ -305,3 +307,12 @@ def test_the_layout_picture_draws_joined_members_only(tmp_path, monkeypatch):
         assert not (parked & labels), (e, parked & labels)
         seen_joined.add(frozenset(joined))
     assert len(seen_joined) > 1  # envs draw different sets
+
+
+def test_the_runner_printout_says_parked_for_a_parked_member():
+    from isaaclab_arena.environments.run_loop import format_poses
+    from isaaclab_arena.utils.parking_spots import park_position
+
+    spot = torch.as_tensor(park_position(0), dtype=torch.float32)
+    text = format_poses("[arena] after 5 steps", {"mug": torch.stack([torch.tensor([0.1, -0.2, 0.8]), spot])})
+    assert text.splitlines()[1].split() == ["mug", "env0:", "(+0.100,", "-0.200,", "+0.800)", "env1:", "parked"]

@@ -32,14 +32,15 @@ from isaaclab_arena.assets.physical_properties import _M32, _mix32, _name_key
 def _count_range(count: Any, n: int, owner: str) -> tuple[int, int]:
     what = (f"an integer k in [0, {n}] (the pool's {n} members) or a range [k_min, k_max] with "
             f"0 <= k_min <= k_max <= {n}")
+    given = count  # quoted as written (a scalar stays a scalar)
     if isinstance(count, int) and not isinstance(count, bool):
         count = (count, count)
     if (not isinstance(count, (list, tuple)) or len(count) != 2
             or any(isinstance(v, bool) or not isinstance(v, int) for v in count)):
-        raise ValueError(f"{owner}: count must be {what}, got {count!r}")
+        raise ValueError(f"{owner}: count must be {what}, got {given!r}")
     lo, hi = int(count[0]), int(count[1])
     if not 0 <= lo <= hi <= n:
-        raise ValueError(f"{owner}: count must be {what}, got {list(count)!r}")
+        raise ValueError(f"{owner}: count must be {what}, got {list(given) if isinstance(given, tuple) else given!r}")
     return lo, hi
 
 

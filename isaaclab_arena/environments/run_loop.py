@@ -21,6 +21,7 @@ import torch
 
 from isaaclab_arena.environments.run_outcome import placement_outcome, summary_block
 from isaaclab_arena.utils.interrupts import raise_if_interrupted
+from isaaclab_arena.utils.parking_spots import is_parked
 
 
 def placed_poses(env, names: list[str]) -> dict[str, torch.Tensor]:
@@ -35,9 +36,13 @@ def placed_poses(env, names: list[str]) -> dict[str, torch.Tensor]:
 
 
 def format_poses(title: str, poses: dict[str, torch.Tensor], max_envs: int = 4) -> str:
+    """``title`` and one line per object of its (E, 3) env-local positions (metres) in the first ``max_envs`` envs;
+    an object pool's member parked in an env (``utils/parking_spots.py``) reads ``parked`` there."""
     lines = [title]
     for name, p in poses.items():
-        cells = [f"env{i}: ({p[i, 0]:+.3f}, {p[i, 1]:+.3f}, {p[i, 2]:+.3f})" for i in range(min(max_envs, p.shape[0]))]
+        parked = is_parked(p).tolist()
+        cells = [f"env{i}: parked" if parked[i] else
+                 f"env{i}: ({p[i, 0]:+.3f}, {p[i, 1]:+.3f}, {p[i, 2]:+.3f})" for i in range(min(max_envs, p.shape[0]))]
         more = f" ... (+{p.shape[0] - max_envs} envs)" if p.shape[0] > max_envs else ""
         lines.append(f"  {name:<16s} " + "  ".join(cells) + more)
     return "\n".join(lines)
