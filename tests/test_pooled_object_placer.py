@@ -290,3 +290,48 @@ def test_host_reads_of_a_fill_do_not_grow_with_the_env_count(monkeypatch):
         assert pool.num_fills == 2 and len(pool.diagnostics.fills[-1].batches) == 1
         per_fill[num_envs] = sum(counts.values())
     assert per_fill[2] == per_fill[6], f"host reads per fill grow with the env count: {per_fill}"
+
+
+def test_a_long_run_keeps_its_diagnostics_bounded(tmp_path, capsys):
+    """A training run refills at many resets: every fill used to stay in memory and in the JSON rewritten after
+    each fill (quadratic in the run's length). The first fill, the first short ones and the last
+    KEEP_RECENT_FILLS stay whole; the others are summed into ``earlier_fills``, and nothing is lost from the sums."""
+    from isaaclab_arena.relations.placement_diagnostics import KEEP_RECENT_FILLS
+
+    pool = make(mug_bowl(), num_envs=2, output_dir=str(tmp_path))
+    sizes = {}
+    total = KEEP_RECENT_FILLS + 60
+    for k in range(1, total + 1):
+        pool.fill(torch.tensor([k % 2]), "reset_refill")
+        if k in (KEEP_RECENT_FILLS + 20, total):
+            sizes[k] = (tmp_path / "placement_diagnostics.json").stat().st_size
+    diag = pool.diagnostics
+    assert pool.num_fills == diag.num_fills == total + 1
+    assert [f.fill_index for f in diag.fills] == [0] + list(range(total + 1 - KEEP_RECENT_FILLS, total + 1))
+    assert diag.fills[0].reason == "creation"
+    data = json.loads((tmp_path / "placement_diagnostics.json").read_text())
+    earlier = data["earlier_fills"]
+    assert earlier["fills"] == total - KEEP_RECENT_FILLS
+    assert earlier["candidates"] >= 3 * earlier["fills"] and earlier["passed"] >= 3 * earlier["fills"]
+    assert [f["fill_index"] for f in data["fills"]] == [f.fill_index for f in diag.fills]
+    assert sizes[total] <= 1.1 * sizes[KEEP_RECENT_FILLS + 20]  # the file no longer grows with the run
+    assert not diag._printed and not diag._alike  # per-fill console state is dropped with its fill
+
+
+def test_the_first_short_fills_stay_whole_when_old_fills_are_summed(tmp_path):
+    """The run's failure summary reads the first fill that stayed short: those are kept whole, with their
+    explanations, however long the run; summed fills keep their fallback slots."""
+    from isaaclab_arena.environments.run_outcome import placement_outcome
+    from isaaclab_arena.relations.placement_diagnostics import KEEP_RECENT_FILLS, KEEP_SHORT_FILLS
+
+    pool = make(one_env_impossible(), num_envs=3, max_placement_attempts=1)
+    before = placement_outcome(pool)
+    for k in range(2 * KEEP_RECENT_FILLS + 2 * KEEP_SHORT_FILLS):
+        pool.fill(torch.tensor([2 if k % 2 else 0]), "reset_refill")  # env 2 can never be placed
+    diag = pool.diagnostics
+    short = [f.fill_index for f in diag.fills[1:] if f.explanation]
+    assert short[:KEEP_SHORT_FILLS] == [2 * i + 2 for i in range(KEEP_SHORT_FILLS)]  # fills 2, 4, ...: env 2
+    assert diag.fills[0].fill_index == 0 and diag.fills[0].explanation
+    assert placement_outcome(pool) == before  # the summary still names the first short fill
+    assert diag.earlier_fills["fills"] == diag.num_fills - len(diag.fills)
+    assert diag.earlier_fills["fallback_slots"] > 0

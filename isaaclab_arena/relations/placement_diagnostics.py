@@ -11,8 +11,11 @@ After each batch one summary is printed::
     [placement] Validated <N> candidate layout(s); passed per check: <check>=<passed>/<evaluated>, ...
       <check>: <cause>: <count> rejected (e.g. by <v> m, env <e>)
 
-``PlacementDiagnostics`` collects every fill's batches and fallbacks and writes them as JSON
-(``placement_diagnostics.json``, atomically) under the run's output directory. Causes are grouped with
+``PlacementDiagnostics`` collects the fills' batches and fallbacks and writes them as JSON
+(``placement_diagnostics.json``, atomically) under the run's output directory. A long run refills at many resets:
+the first fill, the first ``KEEP_SHORT_FILLS`` fills that stayed short and the last ``KEEP_RECENT_FILLS`` fills are
+kept whole, earlier ones are summed into ``earlier_fills`` (counts), so memory and the JSON rewritten after each
+fill stay bounded. Causes are grouped with
 batched torch ops (one ``unique`` per batch); the only Python loop is over the distinct causes.
 """
 
@@ -244,8 +247,19 @@ class FillDiagnostics:
     closest_misses: list[dict] = field(default_factory=list)  # ClosestMiss entries of the short envs
 
 
+#: Fills kept whole besides the first: the most recent ones, and the first ones that stayed short (explained).
+KEEP_RECENT_FILLS = 32
+KEEP_SHORT_FILLS = 8
+
+
 class PlacementDiagnostics:
-    """Collects fills and batches; prints after each batch; writes JSON under ``output_dir``."""
+    """Collects fills and batches; prints after each batch; writes JSON under ``output_dir``.
+
+    Attributes:
+        fills: The fills kept whole (see the module docstring), in fill order; ``fill_index`` counts every fill.
+        earlier_fills: Sums over the fills no longer kept whole: ``fills``, ``batches``, ``candidates``,
+            ``passed`` (every required check), ``fallback_slots``.
+    """
 
     FILE_NAME = "placement_diagnostics.json"
 
@@ -253,6 +267,8 @@ class PlacementDiagnostics:
         self.output_dir = output_dir
         self.verbose = verbose
         self.fills: list[FillDiagnostics] = []
+        self.num_fills = 0
+        self.earlier_fills = {"fills": 0, "batches": 0, "candidates": 0, "passed": 0, "fallback_slots": 0}
         self._printed: dict[int, tuple] = {}  # fill -> outline of the batch block printed last
         self._alike: dict[int, tuple] = {}  # fill -> (batches, candidates, passed) held back since (same outline)
 
@@ -261,7 +277,8 @@ class PlacementDiagnostics:
         return None if self.output_dir is None else os.path.join(self.output_dir, self.FILE_NAME)
 
     def begin_fill(self, reason: str, envs: list[int], layouts_per_env: int) -> FillDiagnostics:
-        fill = FillDiagnostics(len(self.fills), reason, list(envs), layouts_per_env)
+        fill = FillDiagnostics(self.num_fills, reason, list(envs), layouts_per_env)
+        self.num_fills += 1
         self.fills.append(fill)
         return fill
 
@@ -303,10 +320,35 @@ class PlacementDiagnostics:
         if fallback_envs and self.verbose:
             print(f"[placement] best-loss fallback used for {fallback_slots} layout slot(s) in env(s) "
                   f"{fill.fallback_envs}: they fail at least one required check; {explanation}", flush=True)
+        self._printed.pop(fill.fill_index, None)
+        self._alike.pop(fill.fill_index, None)
+        self._forget_old_fills()
         self.write()
 
+    def _forget_old_fills(self) -> None:
+        """Sums the fills beyond what is kept whole (module docstring) into ``earlier_fills``."""
+        if len(self.fills) <= 1 + KEEP_RECENT_FILLS:
+            return
+        short = [f.fill_index for f in self.fills[1:] if f.explanation][:KEEP_SHORT_FILLS]
+        keep = {self.fills[0].fill_index, *short, *(f.fill_index for f in self.fills[-KEEP_RECENT_FILLS:])}
+        kept = []
+        for f in self.fills:
+            if f.fill_index in keep:
+                kept.append(f)
+                continue
+            e = self.earlier_fills
+            e["fills"] += 1
+            e["batches"] += len(f.batches)
+            e["candidates"] += sum(b.num_candidates for b in f.batches)
+            e["passed"] += sum(b.num_passed_required for b in f.batches)
+            e["fallback_slots"] += f.fallback_slots
+        self.fills = kept
+
     def to_dict(self) -> dict:
-        return {"fills": [asdict(f) for f in self.fills]}
+        out = {"fills": [asdict(f) for f in self.fills]}
+        if self.earlier_fills["fills"]:
+            out["earlier_fills"] = dict(self.earlier_fills)
+        return out
 
     def write(self) -> str | None:
         """Writes the JSON atomically (temp file + rename); returns its path, or None without an output dir."""
