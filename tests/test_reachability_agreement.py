@@ -164,3 +164,28 @@ def test_home_seed_is_franka_ready_pose(franka_checker):
     """The checker seeds from the embodiment's home pose, the one the simulated robot starts in."""
     assert franka_checker.joint_names == [f"panda_joint{i}" for i in range(1, 8)]
     assert np.allclose(franka_checker._home.numpy(), READY, atol=1e-6)
+
+
+def test_a_second_checker_of_the_same_arm_reuses_its_seed_library(franka_checker, monkeypatch):
+    """The seed library (about 0.5 s of IK at build) is solved once per arm, home pose, device and settings in a
+    process: a second checker gets the same tensors, hence the same verdicts, without solving it again; another
+    home pose is another library."""
+    import dataclasses
+
+    from isaaclab_arena.embodiments import make_embodiment
+    from isaaclab_arena.reachability import IKReachabilityChecker, ik_reachability
+
+    def refuse(self):
+        raise AssertionError("the library was solved again")
+
+    robot = make_embodiment("franka_panda").reachability_robot
+    monkeypatch.setattr(ik_reachability.IKReachabilityChecker, "_solve_seed_library", refuse)
+    again = IKReachabilityChecker(robot, device="cpu")
+    assert torch.equal(again._library_q, franka_checker._library_q)
+    assert torch.equal(again._library_rz, franka_checker._library_rz)
+    base = torch.tensor([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]] * 3)
+    objects = torch.tensor([[[0.5, 0.0, 0.0]], [[0.3, -0.4, 0.2]], [[1.2, 0.0, 0.0]]])
+    assert again.check(base, objects).reachable.tolist() == franka_checker.check(base, objects).reachable.tolist()
+    other_home = dataclasses.replace(robot, home_joint_pos={**robot.home_joint_pos, "panda_joint4": -2.0})
+    with pytest.raises(AssertionError, match="solved again"):
+        IKReachabilityChecker(other_home, device="cpu")
