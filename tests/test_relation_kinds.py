@@ -234,3 +234,57 @@ def test_kernel_modules_are_keyed_on_the_kinds_sources():
         module = importlib.import_module(f"isaaclab_arena.relations.kernels.{name}")
         assert wp.get_module_options(module)["arena_kind_sources"] == KIND_SOURCES_DIGEST
     assert len(KIND_SOURCES_DIGEST) == 16
+
+
+# -- the feasibility pre-check reads each kind's own constraints -----------------------------------------------------
+
+def test_every_kind_says_what_the_feasibility_pre_check_gets_from_it():
+    """``feasibility`` has no default: a kind that leaves it out cannot be built, so none is skipped silently; a
+    kind with constraints says what would help when they cannot hold."""
+    import dataclasses
+
+    from isaaclab_arena.relations.kinds.kind import RelationKind
+
+    on = KINDS[KIND_ID[On]]
+    fields = {f.name: getattr(on, f.name) for f in dataclasses.fields(RelationKind)}
+    fields.pop("feasibility")
+    with pytest.raises(TypeError, match="feasibility"):
+        RelationKind(**fields)
+    for kind in KINDS:
+        assert (kind.feasibility is None) == (kind.feasibility_help is None), kind.name
+    assert {k.name for k in KINDS if k.feasibility is None} == {"not_next_to", "face_to"}
+
+
+def test_the_feasibility_pre_check_takes_each_relations_constraints_from_its_kind(monkeypatch):
+    """The pre-check knows no kind itself: a kind whose constraints are replaced changes its verdict, and the
+    refusal quotes the kind's own help text."""
+    import dataclasses
+
+    import isaaclab_arena.relations.kinds as kinds
+    from isaaclab_arena.relations.difference_constraints import H, L
+    from isaaclab_arena.relations.feasibility import find_infeasibilities
+    from isaaclab_arena.relations.object_placer import ObjectPlacer
+    from isaaclab_arena.relations.relations import IsAnchor, On
+    from isaaclab_arena.utils.pose import Pose
+
+    table = Object("table", bounding_box=AxisAlignedBoundingBox.from_size((1.0, 1.0, 0.75)),
+                   initial_pose=Pose((0.0, 0.0, 0.375))).add_relation(IsAnchor())
+    box = Object("box", bounding_box=AxisAlignedBoundingBox.from_size((0.1, 0.1, 0.1))).add_relation(On(table))
+    assets = [table, box]
+    placer = ObjectPlacer(ObjectPlacerParams(placement_seed=3))
+    problem = placer.compile(assets, 1)
+    assert find_infeasibilities(problem, assets, placer.params) == []
+    calls = []
+
+    def too_far(rel, e):  # a throw-away On: the box 0.6 m inside each edge of its 1 m table (cannot fit)
+        calls.append((type(rel).__name__, e.axis))
+        if e.axis == 0:
+            e.at_least(e.p(L), e.s(L), 0.6)
+            e.at_least(e.s(H), e.p(H), 0.6)
+
+    on = kinds.KINDS[kinds.KIND_ID[On]]
+    replaced = dataclasses.replace(on, feasibility=too_far, feasibility_help="a throw-away help text")
+    monkeypatch.setattr(kinds, "KINDS", tuple(replaced if k is on else k for k in kinds.KINDS))
+    found = find_infeasibilities(problem, assets, placer.params)
+    assert ("On", 0) in calls  # the pre-check stops at the first axis it proves impossible
+    assert len(found) == 1 and "a throw-away help text" in found[0].message, found

@@ -8,6 +8,13 @@ systems are small (four nodes per object) and solved once per compile.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable
+
+#: Node 0: the env origin (x = 0).
+ORIGIN = 0
+#: An object's nodes along the axis: its AABB's lower face, its origin, its centre and its upper face.
+L, O, C, H = range(4)
 
 
 class DifferenceConstraints:
@@ -77,3 +84,31 @@ class DifferenceConstraints:
             out.append(label)
             v = w if reverse else u
         return out
+
+
+@dataclass(frozen=True)
+class RelationEdges:
+    """What one relation adds its constraints through, on one axis (a kind's ``feasibility`` function):
+    ``s(face)`` / ``p(face)`` are its subject's / parent's nodes, ``between`` and ``at_least`` add constraints
+    with the relation's label and slack."""
+
+    graph: DifferenceConstraints
+    axis: int  # 0, 1, 2: world x, y, z
+    subject: int
+    parent: int  # -1: the relation has no parent
+    label: tuple
+    slack: float  # metres granted to every constraint
+    width: Callable[[int, int], float | None]  # (object, axis) -> world extent (m) when no drawn turn changes it
+    z_tolerance_m: float  # the placer's on_relation_z_tolerance_m
+
+    def s(self, face: int) -> int:
+        return DifferenceConstraints.node(self.subject, face)
+
+    def p(self, face: int) -> int:
+        return DifferenceConstraints.node(self.parent, face)
+
+    def at_least(self, u: int, v: int, w: float) -> None:
+        self.graph.at_least(u, v, w, self.label, self.slack)
+
+    def between(self, u: int, v: int, lo, hi) -> None:
+        self.graph.between(u, v, lo, hi, self.label, self.slack)

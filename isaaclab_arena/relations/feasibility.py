@@ -41,18 +41,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isaaclab_arena.relations.difference_constraints import DifferenceConstraints
+from isaaclab_arena.relations.difference_constraints import C, H, L, O, DifferenceConstraints, RelationEdges
+from isaaclab_arena.relations.kinds import kind_of
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
-from isaaclab_arena.relations.relations import (
-    AlignWith,
-    AtPosition,
-    ClutterOn,
-    FaceTo,
-    NextTo,
-    On,
-    PositionLimitsBox,
-    PositionLimitsCylindrical,
-)
+from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On, PositionLimitsCylindrical
 from isaaclab_arena.utils.pose_math import matrix_from_quat
 
 logger = logging.getLogger(__name__)
@@ -63,11 +55,12 @@ EPS_M = 2.0e-6
 #: Yaw samples of a turning object's AABB over a full turn.
 YAW_SAMPLES = 1024
 FACES = ("min", "origin", "centre", "max")
-L, O, C, H = range(4)
-_HELP = {On: "a larger support or a smaller edge_margin_m", ClutterOn: "a larger spread or a smaller edge_margin_m",
-         NextTo: "a smaller distance_m", AlignWith: "another offset_m or a larger tolerance_m",
-         AtPosition: "other AtPosition coordinates", PositionLimitsBox: "wider position limits",
-         PositionLimitsCylindrical: "wider radius limits or another centre"}
+
+
+def _help(relation) -> str:
+    """What would make an impossible chain through ``relation`` possible (its kind's ``feasibility_help``)."""
+    kind = kind_of(relation)
+    return (kind.feasibility_help if kind is not None else None) or "other relation settings"
 
 
 @dataclass(frozen=True)
@@ -259,48 +252,14 @@ class _EnvGroup:
         return g
 
     def relation_edges(self, g: DifferenceConstraints, axis: int, c: int, cr) -> None:
-        rel, lab, N, s = cr.relation, ("relation", cr), DifferenceConstraints.node, EPS_M
+        """The constraints relation ``cr`` of object ``c`` adds on ``axis``: its kind's ``feasibility`` function
+        (``relations/kinds/<kind>.py``, the one home of each kind's facts)."""
+        kind = kind_of(cr.relation)
+        if kind is None or kind.feasibility is None:
+            return
         p = self.ck.index.get(cr.parent, -1) if cr.parent is not None else -1
-        if isinstance(rel, On):
-            if axis == 2:
-                z = self.ck.placer_params.on_relation_z_tolerance_m
-                g.between(N(p, H), N(c, L), -z, rel.clearance_m + z, lab, s)
-            elif rel.overlap:
-                g.at_least(N(p, L), N(c, H), 0.0, lab, s)
-                g.at_least(N(c, L), N(p, H), 0.0, lab, s)
-            else:
-                g.at_least(N(p, L), N(c, L), rel.edge_margin_m, lab, s)
-                g.at_least(N(c, H), N(p, H), rel.edge_margin_m, lab, s)
-        elif isinstance(rel, ClutterOn):
-            if axis == 2:
-                g.at_least(N(p, H), N(c, L), rel.clearance_m, lab, s)
-            elif self.width(p, axis) is not None:
-                inset = 0.5 * (1.0 - rel.spread) * self.width(p, axis) + rel.edge_margin_m
-                g.at_least(N(p, L), N(c, L), inset, lab, s)
-                g.at_least(N(c, H), N(p, H), inset, lab, s)
-        elif isinstance(rel, NextTo):
-            k, d, tol = rel.side.axis_index, rel.distance_m, rel.tolerance_m
-            if axis == k and rel.side.sign > 0:
-                g.between(N(p, H), N(c, L), d, d + tol, lab, s)
-                g.at_least(N(p, H), N(c, C), -tol, lab, s)
-            elif axis == k:
-                g.between(N(c, H), N(p, L), d, d + tol, lab, s)
-                g.at_least(N(c, C), N(p, L), -tol, lab, s)
-            elif axis == 1 - k:
-                g.at_least(N(p, L), N(c, C), -tol, lab, s)
-                g.at_least(N(c, C), N(p, H), -tol, lab, s)
-        elif isinstance(rel, AlignWith):
-            if axis == rel.axis.index:
-                g.between(N(p, C), N(c, C), rel.offset_m - rel.tolerance_m, rel.offset_m + rel.tolerance_m, lab, s)
-        elif isinstance(rel, AtPosition):
-            v = (rel.x, rel.y, rel.z)[axis]
-            if v is not None:
-                g.between(0, N(c, O), v, v, lab, s)
-        elif isinstance(rel, PositionLimitsBox):
-            g.between(0, N(c, O), *(rel.x_limits, rel.y_limits, rel.z_limits)[axis], lab, s)
-        elif isinstance(rel, PositionLimitsCylindrical) and rel.radius_max is not None and axis < 2:
-            centre = (rel.center_x, rel.center_y)[axis]
-            g.between(0, N(c, O), centre - rel.radius_max, centre + rel.radius_max, lab, s)
+        kind.feasibility(cr.relation, RelationEdges(g, axis, c, p, ("relation", cr), EPS_M, self.width,
+                                                    self.ck.placer_params.on_relation_z_tolerance_m))
 
 
 class _FeasibilityChecker:
@@ -352,7 +311,7 @@ class _FeasibilityChecker:
                f"{room[0]:.3f} x {room[1]:.3f} m room {supports} offer(s) inside the margins at no yaw it may take "
                f"(its yaw is drawn or faces a target){self.where(group, [k])}: at least {miss:.3f} m too large at "
                "every heading; use "
-               + " or ".join(dict.fromkeys(["smaller objects"] + [_HELP[type(cr.relation)] for cr in rels])))
+               + " or ".join(dict.fromkeys(["smaller objects"] + [_help(cr.relation) for cr in rels])))
         return Infeasibility(tuple(group.envs), msg, miss)
 
     def cycle_message(self, group: _EnvGroup, g: DifferenceConstraints, axis: int, cycle: list[int]) -> Infeasibility:
@@ -387,7 +346,7 @@ class _FeasibilityChecker:
                     + (f"{high - low:.3f} m apart" if high >= low else f"{low - high:.3f} m the wrong way round"))
         else:
             msg += f"the relations contradict each other by {missing:.3f} m ({parts})"
-        helps = [_HELP[type(cr.relation)] for cr in rels] + (["smaller objects"] if sizes else [])
+        helps = [_help(cr.relation) for cr in rels] + (["smaller objects"] if sizes else [])
         msg += "; " + ("" if len(bounds) == 2 else "drop one of them, or ") + "use " + " or ".join(dict.fromkeys(helps))
         return Infeasibility(tuple(group.envs), msg, missing)
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import warp as wp
 
+from isaaclab_arena.relations.difference_constraints import C, RelationEdges
 from isaaclab_arena.relations.kernels.geometry import BIG, flagged
 from isaaclab_arena.relations.kinds.kind import (
     CauseCode,
@@ -89,6 +90,13 @@ def violation(axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3, chi: 
     return flagged(err, slack, 1)
 
 
+def feasibility(rel: AlignWith, e: RelationEdges) -> None:
+    """Feasibility constraint on its axis: the centres offset_m apart, within tolerance_m."""
+    if e.axis == rel.axis.index:
+        e.between(e.p(C), e.s(C), rel.offset_m - rel.tolerance_m, rel.offset_m + rel.tolerance_m)
+
+
 KIND = RelationKind(name="align_with", relation=AlignWith, role=KindRole.INTERVAL, columns=COLUMNS, pack=pack,
                     violation=violation, interval=interval, causes=AlignWithCause, check="align_with",
-                    strategy=AlignWithLossStrategy)
+                    strategy=AlignWithLossStrategy,
+                    feasibility=feasibility, feasibility_help="another offset_m or a larger tolerance_m")

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import warp as wp
 
+from isaaclab_arena.relations.difference_constraints import ORIGIN, O, RelationEdges
 from isaaclab_arena.relations.kernels.geometry import BIG, flagged
 from isaaclab_arena.relations.kinds.kind import (
     CauseCode,
@@ -92,6 +93,14 @@ def violation(axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3, chi: 
     return flagged(e, slack, 1)
 
 
+def feasibility(rel: AtPosition, e: RelationEdges) -> None:
+    """Feasibility constraint on each given coordinate: the origin exactly there (env-local metres)."""
+    v = (rel.x, rel.y, rel.z)[e.axis]
+    if v is not None:
+        e.between(ORIGIN, e.s(O), v, v)
+
+
 KIND = RelationKind(name="at_position", relation=AtPosition, role=KindRole.INTERVAL, columns=COLUMNS, pack=pack,
                     violation=violation, interval=interval, causes=AtPositionCause, check="at_position",
-                    strategy=AtPositionLossStrategy, has_parent=False)
+                    strategy=AtPositionLossStrategy, has_parent=False,
+                    feasibility=feasibility, feasibility_help="other AtPosition coordinates")

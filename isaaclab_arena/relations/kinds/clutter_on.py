@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import warp as wp
 
+from isaaclab_arena.relations.difference_constraints import H, L, RelationEdges
 from isaaclab_arena.relations.kernels.geometry import BIG, SHRINK, shrunk
 from isaaclab_arena.relations.kinds.kind import (
     CauseCode,
@@ -123,6 +124,20 @@ def violation(axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3, chi: 
     return wp.max(fp, low), 0
 
 
+def feasibility(rel: ClutterOn, e: RelationEdges) -> None:
+    """Feasibility constraints on one axis: released at least clearance_m above the parent's top; in x and y inside
+    the central ``spread`` of the parent, inset by edge_margin_m (when the parent's width does not turn)."""
+    if e.axis == 2:
+        e.at_least(e.p(H), e.s(L), rel.clearance_m)
+        return
+    width = e.width(e.parent, e.axis)
+    if width is not None:
+        inset = 0.5 * (1.0 - rel.spread) * width + rel.edge_margin_m
+        e.at_least(e.p(L), e.s(L), inset)
+        e.at_least(e.s(H), e.p(H), inset)
+
+
 KIND = RelationKind(name="clutter_on", relation=ClutterOn, role=KindRole.INTERVAL, columns=COLUMNS, pack=pack,
                     violation=violation, interval=interval, causes=ClutterOnCause, check="clutter_on_relation",
-                    strategy=ClutterOnLossStrategy)
+                    strategy=ClutterOnLossStrategy,
+                    feasibility=feasibility, feasibility_help="a larger spread or a smaller edge_margin_m")

@@ -49,4 +49,5 @@ def violation(axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3, chi: 
 
 
 KIND = RelationKind(name="face_to", relation=FaceTo, role=KindRole.HEADING, columns=COLUMNS, pack=pack,
-                    violation=violation, causes=FaceToCause, check="face_to", strategy=None)
+                    violation=violation, causes=FaceToCause, check="face_to", strategy=None,
+                    feasibility=None, feasibility_help=None)

@@ -167,6 +167,10 @@ class RelationKind:
             (the parent is pushed the opposite way), with the solver's state at hand
             (``(T, S, b, subject, parent, p, clo, chi, plo, phi, axis, f) -> direction``).
         has_parent: Whether the relation has a parent asset.
+        feasibility: Host function ``(relation, RelationEdges)`` adding the relation's difference constraints on
+            one axis to the feasibility pre-check (``relations/feasibility.py``); None: the kind adds none (say so:
+            there is no default, so a new kind cannot be skipped silently).
+        feasibility_help: What would make an impossible chain through it possible (quoted in the refusal).
     """
 
     name: str
@@ -178,6 +182,8 @@ class RelationKind:
     causes: type[CauseCode]
     check: str | None
     strategy: type[RelationLossStrategy] | None
+    feasibility: Callable[[Any, Any], None] | None
+    feasibility_help: str | None
     interval: Any = None
     penalty: Any = None
     push: Any = None

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import warp as wp
 
+from isaaclab_arena.relations.difference_constraints import C, H, L, RelationEdges
 from isaaclab_arena.relations.kernels.geometry import BIG, shrunk
 from isaaclab_arena.relations.kinds.kind import (
     CauseCode,
@@ -140,6 +141,23 @@ def violation(axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3, chi: 
     return wp.max(wp.max(e1, e2), wp.max(e3, e4)), 0
 
 
+def feasibility(rel: NextTo, e: RelationEdges) -> None:
+    """Feasibility constraints on one axis: along the side's axis a gap of distance_m (+ tolerance_m) from the
+    parent's face on that side, the subject's centre beyond it; across, the subject's centre within the parent's
+    extent (tolerance_m either way)."""
+    k, d, tol = rel.side.axis_index, rel.distance_m, rel.tolerance_m
+    if e.axis == k and rel.side.sign > 0:
+        e.between(e.p(H), e.s(L), d, d + tol)
+        e.at_least(e.p(H), e.s(C), -tol)
+    elif e.axis == k:
+        e.between(e.s(H), e.p(L), d, d + tol)
+        e.at_least(e.s(C), e.p(L), -tol)
+    elif e.axis == 1 - k:
+        e.at_least(e.p(L), e.s(C), -tol)
+        e.at_least(e.s(C), e.p(H), -tol)
+
+
 KIND = RelationKind(name="next_to", relation=NextTo, role=KindRole.INTERVAL, columns=COLUMNS, pack=pack,
                     violation=violation, interval=interval, causes=NextToCause, check="next_to",
-                    strategy=NextToLossStrategy)
+                    strategy=NextToLossStrategy,
+                    feasibility=feasibility, feasibility_help="a smaller distance_m")

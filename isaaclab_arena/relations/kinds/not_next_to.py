@@ -175,4 +175,5 @@ def violation(axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3, chi: 
 
 KIND = RelationKind(name="not_next_to", relation=NotNextTo, role=KindRole.PENALTY, columns=COLUMNS, pack=pack,
                     violation=violation, penalty=penalty, push=push, causes=NotNextToCause, check="not_next_to",
-                    strategy=NotNextToLossStrategy)
+                    strategy=NotNextToLossStrategy,
+                    feasibility=None, feasibility_help=None)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import warp as wp
 
+from isaaclab_arena.relations.difference_constraints import H, L, RelationEdges
 from isaaclab_arena.relations.kernels.geometry import BIG, shrunk, with_room
 from isaaclab_arena.relations.kinds.kind import (
     CauseCode,
@@ -117,6 +118,21 @@ def violation(axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3,
     return wp.max(fp, wp.max(below, above)), 0
 
 
+def feasibility(rel: On, e: RelationEdges) -> None:
+    """Feasibility constraints on one axis: in z the subject's bottom within clearance_m (the placer's z tolerance
+    either way) above the parent's top; in x and y its footprint inside the parent's inset by edge_margin_m, or
+    overlapping the parent with ``overlap``."""
+    if e.axis == 2:
+        e.between(e.p(H), e.s(L), -e.z_tolerance_m, rel.clearance_m + e.z_tolerance_m)
+    elif rel.overlap:
+        e.at_least(e.p(L), e.s(H), 0.0)
+        e.at_least(e.s(L), e.p(H), 0.0)
+    else:
+        e.at_least(e.p(L), e.s(L), rel.edge_margin_m)
+        e.at_least(e.s(H), e.p(H), rel.edge_margin_m)
+
+
 KIND = RelationKind(name="on", relation=On, role=KindRole.INTERVAL, columns=COLUMNS, pack=pack,
                     violation=violation, interval=interval, causes=OnCause, check="on_relation",
-                    strategy=OnLossStrategy)
+                    strategy=OnLossStrategy,
+                    feasibility=feasibility, feasibility_help="a larger support or a smaller edge_margin_m")

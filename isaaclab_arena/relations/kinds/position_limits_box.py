@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import warp as wp
 
+from isaaclab_arena.relations.difference_constraints import ORIGIN, O, RelationEdges
 from isaaclab_arena.relations.kernels.geometry import BIG, flagged, with_room
 from isaaclab_arena.relations.kinds.kind import (
     CauseCode,
@@ -95,7 +96,13 @@ def violation(axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3, chi: 
     return flagged(e, slack, 1)
 
 
+def feasibility(rel: PositionLimitsBox, e: RelationEdges) -> None:
+    """Feasibility constraint on each axis: the origin within that axis' limits (None: open)."""
+    e.between(ORIGIN, e.s(O), *(rel.x_limits, rel.y_limits, rel.z_limits)[e.axis])
+
+
 KIND = RelationKind(name="position_limits_box", relation=PositionLimitsBox, role=KindRole.INTERVAL,
                     columns=COLUMNS, pack=pack, violation=violation, interval=interval,
                     causes=PositionLimitsBoxCause, check="position_limits", strategy=PositionLimitsBoxLossStrategy,
-                    has_parent=False)
+                    has_parent=False,
+                    feasibility=feasibility, feasibility_help="wider position limits")

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import warp as wp
 
+from isaaclab_arena.relations.difference_constraints import ORIGIN, O, RelationEdges
 from isaaclab_arena.relations.kernels.geometry import BIG, flagged
 from isaaclab_arena.relations.kernels.tables import CandidateState, SceneTables
 from isaaclab_arena.relations.kinds.kind import (
@@ -120,7 +121,16 @@ def violation(axis: int, flag: int, f: ParamRow, p: wp.vec3, clo: wp.vec3, chi: 
     return flagged(e, slack, cause)
 
 
+def feasibility(rel: PositionLimitsCylindrical, e: RelationEdges) -> None:
+    """Feasibility constraint in x and y: the origin within radius_max of the centre (the circle's bounding box;
+    the minimum radius is no interval)."""
+    if rel.radius_max is not None and e.axis < 2:
+        centre = (rel.center_x, rel.center_y)[e.axis]
+        e.between(ORIGIN, e.s(O), centre - rel.radius_max, centre + rel.radius_max)
+
+
 KIND = RelationKind(name="position_limits_cylindrical", relation=PositionLimitsCylindrical, role=KindRole.PENALTY,
                     columns=COLUMNS, pack=pack, violation=violation, penalty=penalty, push=push,
                     causes=PositionLimitsCylindricalCause, check="position_limits", strategy=PositionLimitsCylindricalLossStrategy,
-                    has_parent=False)
+                    has_parent=False,
+                    feasibility=feasibility, feasibility_help="wider radius limits or another centre")
