@@ -288,3 +288,41 @@ def test_the_feasibility_pre_check_takes_each_relations_constraints_from_its_kin
     found = find_infeasibilities(problem, assets, placer.params)
     assert ("On", 0) in calls  # the pre-check stops at the first axis it proves impossible
     assert len(found) == 1 and "a throw-away help text" in found[0].message, found
+
+
+def test_whether_an_object_turns_has_one_definition():
+    """``object_yaw.yaw_mode`` is the one answer to "does the solver turn this object?": the compile stage's yaw
+    column, the chain rooms, the restrictions' fixed rotation and the feasibility pre-check's turning range all
+    follow it (and no module spells the rule out again)."""
+    import glob
+    import os
+    import re
+
+    from isaaclab_arena import ARENA_ROOT
+    from isaaclab_arena.relations.chain_room import turns
+    from isaaclab_arena.relations.feasibility import _turning
+    from isaaclab_arena.relations.kernels.tables import YawMode
+    from isaaclab_arena.relations.object_yaw import yaw_mode
+    from isaaclab_arena.relations.placement_restrictions import _fixed_rotation
+    from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On
+
+    def box(name):
+        return Object(name, bounding_box=AxisAlignedBoundingBox.from_size((0.1, 0.1, 0.1)))
+
+    table = box("table")
+    cases = {
+        "fixed": (box("a").add_relation(On(table)), False, YawMode.FIXED),
+        "random_init": (box("b").add_relation(On(table)), True, YawMode.RANDOM),
+        "clutter_random": (box("c").add_relation(ClutterOn(table, random_yaw=True)), False, YawMode.RANDOM),
+        "clutter_fixed_despite_init": (box("d").add_relation(ClutterOn(table, random_yaw=False)), True, YawMode.FIXED),
+        "face_to": (box("e").add_relation(On(table)).add_relation(FaceTo(table)), False, YawMode.FACE_TO),
+    }
+    for name, (asset, init, want) in cases.items():
+        assert yaw_mode(asset, init) == want, name
+        assert turns(asset, init) == (want != YawMode.FIXED), name
+        assert (_fixed_rotation(asset, init) is None) == (want != YawMode.FIXED), name
+        assert (_turning(asset, init).yaw_hi > 0) == (want != YawMode.FIXED), name
+    rule = re.compile(r"random_yaw_init and not clutter|random_yaw and not clutter")
+    spelled = [p for p in glob.glob(os.path.join(ARENA_ROOT, "isaaclab_arena", "**", "*.py"), recursive=True)
+               if rule.search(open(p).read()) and not p.endswith("object_yaw.py")]
+    assert spelled == []

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from isaaclab_arena.relations.relations import ClutterOn, FaceTo, NextTo, On, PositionLimitsBox
+from isaaclab_arena.relations.kernels.tables import YawMode
+from isaaclab_arena.relations.object_yaw import yaw_mode
+from isaaclab_arena.relations.relations import NextTo, On, PositionLimitsBox
 
 #: Directions in the order of the room columns: (axis, sign).
 DIRECTIONS = ((0, -1.0), (0, 1.0), (1, -1.0), (1, 1.0))
@@ -118,6 +120,4 @@ class ChainRooms:
 
 def turns(asset, random_yaw_init: bool) -> bool:
     """Whether an object's yaw can change while placing (random yaw draws or a FaceTo heading)."""
-    clutter = asset.get_relations_of(ClutterOn)
-    return bool(asset.get_relations_of(FaceTo)) or (random_yaw_init and not clutter) or bool(
-        clutter and clutter[0].random_yaw)
+    return yaw_mode(asset, random_yaw_init) != YawMode.FIXED

@@ -32,9 +32,10 @@ import trimesh
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.geometry_reader import collision_mesh_of_spawn_cfg, prim_collision_mesh
 from isaaclab_arena.relations.kinds import KIND_ID  # before the kernel tables, which the kinds import
-from isaaclab_arena.relations.kernels.tables import PairMode, PairModes
+from isaaclab_arena.relations.kernels.tables import PairMode, PairModes, YawMode
 from isaaclab_arena.relations.mesh import MeshGeometry, no_mesh, pack_mesh_tables
 from isaaclab_arena.relations.mesh.logs import MESH_SDF, log_once
+from isaaclab_arena.relations.object_yaw import yaw_mode
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On
 
@@ -363,9 +364,8 @@ def _rotation_kind(sc, k: int) -> str:
     rot = a.rotate_around_solution
     if rot is not None and not _yaw_only(rot.quaternion_xyzw()):
         return "tilted"
-    clutter = a.get_relations_of(ClutterOn)
-    turns = ((clutter and clutter[0].random_yaw)
-             or (sc.placer_params.random_yaw_init and not clutter) or (rot is not None and not _quarter_turn(rot.quaternion_xyzw())))
+    turns = (yaw_mode(a, sc.placer_params.random_yaw_init) == YawMode.RANDOM
+             or (rot is not None and not _quarter_turn(rot.quaternion_xyzw())))
     return "yawed" if turns else "upright"
 
 

@@ -40,6 +40,7 @@ from isaaclab_arena.relations.chain_room import ChainRooms, turns
 from isaaclab_arena.relations.kinds.kind import (ROW_WIDTH, KindRole, PackContext, PackedRelation, ParamRow,
                                                  RelationKind, RoomRow)
 from isaaclab_arena.relations.mesh import pack_mesh_tables
+from isaaclab_arena.relations.object_yaw import yaw_mode
 from isaaclab_arena.relations.pair_tables import overlap_pairs
 from isaaclab_arena.relations.mesh.sdf import MeshTables
 from isaaclab_arena.relations.placement_problem import (
@@ -49,7 +50,7 @@ from isaaclab_arena.relations.placement_problem import (
 )
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
 from isaaclab_arena.relations.pool_parking import budget_movables, compile_pools, pool_signature
-from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On, RequiresReachability
+from isaaclab_arena.relations.relations import ClutterOn, On, RequiresReachability
 from isaaclab_arena.relations.scene_budgets import check_memory_budget, check_object_budget
 from isaaclab_arena.relations.scene_lengths import check_scene_lengths
 from isaaclab_arena.utils.pose import quat_rotate
@@ -279,13 +280,7 @@ class _SceneCompiler:
         for c, a in enumerate(self.movables):
             rot = a.rotate_around_solution
             base = rot.quaternion_xyzw() if rot is not None else (0.0, 0.0, 0.0, 1.0)
-            clutter = a.get_relations_of(ClutterOn)
-            if a.get_relations_of(FaceTo):
-                yaw = YawMode.FACE_TO
-            elif (clutter and clutter[0].random_yaw) or (random_yaw and not clutter):
-                yaw = YawMode.RANDOM
-            else:
-                yaw = YawMode.FIXED
+            yaw = yaw_mode(a, random_yaw)
             rnd = a.random_around_solution
             p0 = len(proj_flat)
             proj_flat += [rid for _, rid in sorted(proj[c])]

@@ -42,9 +42,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from isaaclab_arena.relations.difference_constraints import C, H, L, O, DifferenceConstraints, RelationEdges
+from isaaclab_arena.relations.kernels.tables import YawMode
 from isaaclab_arena.relations.kinds import kind_of
+from isaaclab_arena.relations.object_yaw import yaw_mode
 from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
-from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On, PositionLimitsCylindrical
+from isaaclab_arena.relations.relations import ClutterOn, On, PositionLimitsCylindrical
 from isaaclab_arena.utils.pose_math import matrix_from_quat
 
 logger = logging.getLogger(__name__)
@@ -90,8 +92,7 @@ def _turning(asset, random_yaw_init: bool) -> _Turning:
     rnd = asset.random_around_solution
     if rnd is not None and (rnd.roll_half_rad > 0.0 or rnd.pitch_half_rad > 0.0):
         return _Turning(base, any=True)
-    clutter = asset.get_relations_of(ClutterOn)
-    if asset.get_relations_of(FaceTo) or (clutter and clutter[0].random_yaw) or (random_yaw_init and not clutter):
+    if yaw_mode(asset, random_yaw_init) != YawMode.FIXED:
         return _Turning(base, -math.pi, math.pi)
     if rnd is not None and rnd.yaw_half_rad > 0.0:
         return _Turning(base, -rnd.yaw_half_rad, rnd.yaw_half_rad)

@@ -14,6 +14,8 @@ import numpy as np
 from isaaclab_arena.assets.asset import Background, PlaceableAsset
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.object_reference import ObjectReference
+from isaaclab_arena.relations.kernels.tables import YawMode
+from isaaclab_arena.relations.object_yaw import yaw_mode
 from isaaclab_arena.relations.relations import (
     AlignWith,
     ClutterOn,
@@ -203,8 +205,7 @@ def _fixed_rotation(asset, random_yaw_init: bool):
     if asset.is_anchor:
         pose = asset.get_world_pose()
         return pose.rotation_xyzw if pose is not None else None
-    clutter = asset.get_relations_of(ClutterOn)
-    if asset.get_relations_of(FaceTo) or (clutter and clutter[0].random_yaw) or (random_yaw_init and not clutter):
+    if yaw_mode(asset, random_yaw_init) != YawMode.FIXED:
         return None
     rot = asset.rotate_around_solution
     return rot.quaternion_xyzw() if rot is not None else _IDENTITY
