@@ -80,8 +80,6 @@ def _workers(count: int) -> WorkerPool:
     return pool if pool is not None else _pools.setdefault(key, WorkerPool(count))
 
 
-#: Check workspaces by (problem id, B, thread, threads); a few dozen at most (cleared when more).
-_spaces: dict[tuple, _CheckWorkspace] = {}
 _spaces_lock = threading.Lock()
 
 
@@ -98,11 +96,12 @@ def evaluate_poses(problem: PlacementProblem, env_ids: torch.Tensor, positions: 
         out = OutputBuffers(0, max(problem.num_objects, 1), max(problem.num_relations, 1), problem.device)
         return batch_from_outputs(problem, env_ids, draw_ids, out.views(out.buf, out.bbuf), None)
     threads = available_cores() if threads is None else max(1, int(threads))
-    key = (id(problem), b, threading.get_ident(), threads)
-    ws = _spaces.get(key)
-    if ws is None or ws.problem is not problem:
+    spaces = problem._check_spaces  # they live as long as the problem
+    key = (b, threading.get_ident(), threads)
+    ws = spaces.get(key)
+    if ws is None:
         with _spaces_lock:
-            if len(_spaces) > 32:
-                _spaces.clear()
-            ws = _spaces[key] = _CheckWorkspace(problem, b, threads)
+            if len(spaces) > 32:
+                spaces.clear()
+            ws = spaces[key] = _CheckWorkspace(problem, b, threads)
     return batch_from_outputs(problem, env_ids, draw_ids, ws.run(env_ids, positions, rotations), None)

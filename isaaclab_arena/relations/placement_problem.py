@@ -91,6 +91,9 @@ class PlacementProblem:
     pair_geometry: object | None = None  # collision_geometry.PairGeometry: pair modes, MESH tables, outlines
     pools: object | None = None  # pool_parking.PoolTables: object pools (members, parking spots); None without
     _keep: list = field(default_factory=list, repr=False)
+    #: ``evaluation.evaluate_poses``'s buffers and recorded launches by (batch size, thread, threads): they live
+    #: as long as the problem.
+    _check_spaces: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def collision_objects(self) -> list[CollisionObject]:
