@@ -1,6 +1,6 @@
-"""Cost of the feasibility pre-check (``relations/feasibility.py``) next to the whole compile it is part of.
+"""Cost of the feasibility pre-check (``relations/compiler/feasibility.py``) next to the whole compile it is part of.
 
-Prints one line per benchmark scene (``relations/scenes.py``, with and without random yaw) and shipped YAML
+Prints one line per benchmark scene (``benchmarks/scenes.py``, with and without random yaw) and shipped YAML
 example: ``bench feasibility scene=<name> yaw=<0|1> envs=<E> precheck_ms=<median> compile_ms=<median>``
 (medians of ``--repeats`` runs; the compile includes the pre-check). CPU only; run from anywhere:
 ``scripts/arena_python.sh scripts/bench_feasibility.py``.
@@ -15,11 +15,11 @@ import statistics
 import time
 
 from isaaclab_arena import ARENA_ROOT
-from isaaclab_arena.relations.compile_problem import compile_placement_problem
-from isaaclab_arena.relations.feasibility import find_infeasibilities
+from isaaclab_arena.relations.compiler.compile_problem import compile_placement_problem
+from isaaclab_arena.relations.compiler.feasibility import find_infeasibilities
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
-from isaaclab_arena.relations.scenes import SCENES
+from isaaclab_arena.benchmarks.scenes import SCENES
 
 
 def _median_ms(fn, repeats: int) -> float:

@@ -208,7 +208,7 @@ def boxes(n: int, density: float) -> list:
     """tests/test_scene_budgets.py: ``n`` equal square boxes On ``scenes.table()`` whose footprints add up to
     ``density`` x the table's free area (inside On's 0.05 m edge margins)."""
     from isaaclab_arena.relations.relations import On
-    from isaaclab_arena.relations.scenes import TABLE_SIZE, cuboid, table
+    from isaaclab_arena.benchmarks.scenes import TABLE_SIZE, cuboid, table
 
     t = table()
     side = math.sqrt(density * (TABLE_SIZE[0] - 0.1) * (TABLE_SIZE[1] - 0.1) / n)
@@ -283,7 +283,7 @@ def bomb_runner(levels: int):
 
 
 def ten_thousand_boxes():
-    from isaaclab_arena.relations.scenes import on_table, table
+    from isaaclab_arena.benchmarks.scenes import on_table, table
 
     t = table()
     scene = [t] + [on_table(t, f"b{k}", (0.004, 0.004, 0.01)) for k in range(10_000)]
@@ -355,7 +355,7 @@ def place_result(results) -> str:
 
 def place_chain_too_long():
     from isaaclab_arena.relations.relations import NextTo, On, Side
-    from isaaclab_arena.relations.scenes import cuboid, on_table, table
+    from isaaclab_arena.benchmarks.scenes import cuboid, on_table, table
 
     t = table()  # 1.2 m: 0.3 m + 1.0 m + 0.3 m cannot fit in its 1.1 m of room
     mug = on_table(t, "mug", (0.3, 0.3, 0.1))
@@ -365,7 +365,7 @@ def place_chain_too_long():
 
 
 def place_two_slabs():
-    from isaaclab_arena.relations.scenes import on_table, table
+    from isaaclab_arena.benchmarks.scenes import on_table, table
 
     t = table()  # 0.72 of 0.77 m² (under the footprint budget), but two 0.6 m squares never fit side by side
     scene = [t, on_table(t, "slab_a", (0.6, 0.6, 0.05)), on_table(t, "slab_b", (0.6, 0.6, 0.05))]

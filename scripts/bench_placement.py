@@ -36,7 +36,7 @@ checkout measured and the machine.
 Which checkout is measured: the one on PYTHONPATH when PYTHONPATH is set (``scripts/arena_python.sh`` sets it to
 its own checkout; ``scripts/bench_compare.py`` points it at each side), else this script's checkout. Only the
 stable placer API is needed (``ObjectPlacer(ObjectPlacerParams(...))``, ``compile``,
-``place_problem(...).passed``, ``relations.scenes``); the validate-only ceiling and the peer's verdicts go
+``place_problem(...).passed``, ``benchmarks.scenes``); the validate-only ceiling and the peer's verdicts go
 through :func:`validate_only_call` and :func:`peer_verdicts`, which tolerate other versions of the core.
 
 Usage: scripts/arena_python.sh scripts/bench_placement.py [--quick] [--device cpu] [--runs 5] [--window_s 1.0]
@@ -57,10 +57,10 @@ if not os.environ.get("PYTHONPATH"):
 import torch  # noqa: E402
 
 from bench_timing import code_line, sustained, sustained_placement  # noqa: E402
-from isaaclab_arena.relations.scenes import SCENES, TABLE_SIZE  # noqa: E402
+from isaaclab_arena.benchmarks.scenes import SCENES, TABLE_SIZE  # noqa: E402
 
 try:  # placer settings of the chain scenes (absent in older checkouts)
-    from isaaclab_arena.relations.scenes import SCENE_PLACER_PARAMS  # noqa: E402
+    from isaaclab_arena.benchmarks.scenes import SCENE_PLACER_PARAMS  # noqa: E402
 except ImportError:
     SCENE_PLACER_PARAMS = {}
 
@@ -125,7 +125,7 @@ def validate_only_call(placer, problem, env_ids: torch.Tensor, batch):
     values: ``placer.validate(problem, evaluate_poses(problem, env_ids, positions, rotations))``; older ones
     (c2fad5c): ``batch.invalidate()`` then ``placer.runner.run(batch)``."""
     try:
-        from isaaclab_arena.relations.evaluation import evaluate_poses
+        from isaaclab_arena.relations.solving.evaluation import evaluate_poses
     except ImportError:
         evaluate_poses = None
     sync = torch.cuda.synchronize if str(env_ids.device).startswith("cuda") else (lambda: None)

@@ -26,7 +26,7 @@ def main() -> None:
     import torch
 
     from isaaclab_arena.assets.object_pool import draw_pool_members, park_position
-    from isaaclab_arena.relations.pool_parking import CompiledPool, PoolTables
+    from isaaclab_arena.relations.compiler.pool_parking import CompiledPool, PoolTables
 
     envs = torch.arange(args.num_envs)
     draws = torch.zeros(args.num_envs, dtype=torch.long)

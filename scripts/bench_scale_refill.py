@@ -36,7 +36,7 @@ def many_boxes(n: int) -> list:
     from isaaclab_arena.assets.asset import Object
     from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
     from isaaclab_arena.relations.relations import IsAnchor, On
-    from isaaclab_arena.relations.scenes import cuboid
+    from isaaclab_arena.benchmarks.scenes import cuboid
     from isaaclab_arena.utils.pose import Pose
 
     area = n * BOX_M * BOX_M / DENSITY
@@ -81,7 +81,7 @@ def bench_refill(scene: str, envs: int, runs: int) -> None:
     from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
     from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
     from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
-    from isaaclab_arena.relations.scenes import SCENES
+    from isaaclab_arena.benchmarks.scenes import SCENES
 
     assets = SCENES[scene]()
     params = ObjectPlacerParams(placement_seed=1234, solver_params=RelationSolverParams(verbose=False))

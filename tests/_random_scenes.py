@@ -21,7 +21,7 @@ from isaaclab_arena.relations.relations import (
     PositionLimitsCylindrical,
     RotateAroundSolution,
 )
-from isaaclab_arena.relations.scenes import cuboid
+from isaaclab_arena.benchmarks.scenes import cuboid
 from isaaclab_arena.utils.pose import Pose
 
 #: What each generated object gets besides its support; every kind appears in each run of consecutive seeds.

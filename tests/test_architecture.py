@@ -37,16 +37,13 @@ MODULES = _modules()
 
 
 def _imports(path: str, module: str) -> list[tuple[str, int]]:
-    """(imported module, line) of every import of a file, at any depth, except under ``if TYPE_CHECKING:``."""
+    """(imported module, line) of every import of a file, at any depth, type-only ones (``if TYPE_CHECKING:``)
+    included: a cycle through a type hint is still a cycle (the strict count)."""
     tree = ast.parse(open(path).read(), path)
     package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
     out = []
 
     def visit(node):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             out.extend((a.name, node.lineno) for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -118,6 +115,12 @@ def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+def test_the_strict_count_sees_type_only_imports(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from isaaclab_arena.assets import asset\n")
+    assert "isaaclab_arena.assets.asset" in [n for n, _ in _imports(str(src), "x.m")]
+
+
 def test_core_imports_no_simulator_even_inside_functions():
     bad = []
     for m, path in MODULES.items():
@@ -175,3 +178,38 @@ def test_the_depth_counts_chains_not_mixins():
 
     class E(Mixin, C): ...
     assert _depth(E) == 3
+
+
+#: The public API at the top of ``relations/`` (the paths users import); every other module sits in a stage's
+#: sub-package (docs/ARCHITECTURE.md, "Where things live").
+RELATIONS_PUBLIC = {"relations", "relation_base", "markers", "object_placer", "object_placer_params",
+                    "pooled_object_placer", "relation_solver", "relation_solver_params", "placement_layouts"}
+
+
+def test_relations_holds_only_the_public_modules_and_stage_packages():
+    top = os.path.join(ARENA_ROOT, "isaaclab_arena", "relations")
+    loose = {f[:-3] for f in os.listdir(top) if f.endswith(".py") and f != "__init__.py"}
+    assert loose == RELATIONS_PUBLIC
+    packages = {d for d in os.listdir(top) if os.path.isfile(os.path.join(top, d, "__init__.py"))}
+    assert packages == {"kinds", "compiler", "kernels", "solving", "validation", "diagnostics", "layouts", "mesh",
+                        "optimization"}
+
+
+def test_every_moved_module_keeps_its_old_import_path():
+    import warnings
+
+    from isaaclab_arena.relations import MOVED_MODULES
+
+    assert len(MOVED_MODULES) == 23
+    for old, new in MOVED_MODULES.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module = importlib.import_module(f"isaaclab_arena.relations.{old}")
+        assert module is importlib.import_module(new), old
+        # the first import of the old path warns with the new path (a later one is served from sys.modules)
+        assert all(new in str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)), old
+
+
+def test_a_name_that_never_existed_is_still_an_import_error():
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("isaaclab_arena.relations.no_such_module")

@@ -13,11 +13,11 @@ import torch
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 from isaaclab_arena.relations.relations import AtPosition, ClutterOn, On, RotateAroundSolution
-from isaaclab_arena.relations.scenes import BIN_SIZE, TABLE_SIZE, bin_clutter_scene, clutter_scene, cuboid, table
-from isaaclab_arena.relations.placement_diagnostics import rejection_records
+from isaaclab_arena.benchmarks.scenes import BIN_SIZE, TABLE_SIZE, bin_clutter_scene, clutter_scene, cuboid, table
+from isaaclab_arena.relations.diagnostics.placement_diagnostics import rejection_records
 
 TOP = TABLE_SIZE[2]
 ENVS = 16

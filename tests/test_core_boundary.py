@@ -109,7 +109,7 @@ for module in {modules!r}:
     importlib.import_module(module)
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.scenes import SCENES
+from isaaclab_arena.benchmarks.scenes import SCENES
 assets = SCENES["mug_bowl"]()
 results = ObjectPlacer(ObjectPlacerParams(placement_seed=3)).place(assets, num_envs=2)
 print(json.dumps({{"blame": {{k: sorted(v) for k, v in blame.items()}},
@@ -155,7 +155,7 @@ from isaaclab_arena.assets.geometry_reader import MissingGeometryReaderError
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.relations import On
-from isaaclab_arena.relations.scenes import table
+from isaaclab_arena.benchmarks.scenes import table
 
 t = table()
 bin_ = Object("bin", sim_utils.UsdFileCfg(usd_path={usd!r})).add_relation(On(t))

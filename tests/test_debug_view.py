@@ -20,13 +20,13 @@ import torch
 from isaaclab_arena import ARENA_ROOT
 from isaaclab_arena.debug import view_geometry as geo
 from isaaclab_arena.debug.rerun_import import INSTALL_COMMAND, DebugViewerUnavailableError, import_rerun
-from isaaclab_arena.relations.evaluation import evaluate_poses
+from isaaclab_arena.relations.solving.evaluation import evaluate_poses
 from isaaclab_arena.relations.markers import RequiresReachability
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 from isaaclab_arena.relations.relations import NextTo, NotNextTo, PositionLimitsBox, Side
-from isaaclab_arena.relations.scenes import SCENES, on_table, table
+from isaaclab_arena.benchmarks.scenes import SCENES, on_table, table
 
 try:
     import_rerun()
@@ -119,7 +119,7 @@ def test_debug_flags_off_never_import_the_view():
     code = ("import sys, torch\n"
             "from isaaclab_arena.relations.object_placer import ObjectPlacer\n"
             "from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams\n"
-            "from isaaclab_arena.relations.scenes import SCENES\n"
+            "from isaaclab_arena.benchmarks.scenes import SCENES\n"
             "pl = ObjectPlacer(ObjectPlacerParams(placement_seed=1))\n"
             "pl.place(SCENES['mug_bowl']())\n"
             "assert pl.debug_view is None and not pl.solver.params.save_position_history\n"

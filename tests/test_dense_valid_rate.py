@@ -14,8 +14,8 @@ from isaaclab_arena import ARENA_ROOT
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
-from isaaclab_arena.relations.scenes import all_relations_scene
-from isaaclab_arena.relations.placement_diagnostics import rejection_records
+from isaaclab_arena.benchmarks.scenes import all_relations_scene
+from isaaclab_arena.relations.diagnostics.placement_diagnostics import rejection_records
 
 DENSE = os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "tabletop", "dense_tabletop.yaml")
 N = 2048

@@ -16,7 +16,7 @@ from _outside import LAUNCHER, RUNNER, arena
 
 from isaaclab_arena import ARENA_ROOT
 
-from isaaclab_arena.relations.failure_explanation import (
+from isaaclab_arena.relations.diagnostics.failure_explanation import (
     ClosestMiss,
     explanation_text,
     placement_advice,

@@ -17,10 +17,10 @@ import pytest
 
 from isaaclab_arena import ARENA_ROOT
 from isaaclab_arena.assets.object_set import RigidObjectSet
-from isaaclab_arena.relations.feasibility import find_infeasibilities
+from isaaclab_arena.relations.compiler.feasibility import find_infeasibilities
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 from isaaclab_arena.relations.relations import (
@@ -33,7 +33,7 @@ from isaaclab_arena.relations.relations import (
     PositionLimitsCylindrical,
     Side,
 )
-from isaaclab_arena.relations.scenes import SCENES, cuboid, on_table, table
+from isaaclab_arena.benchmarks.scenes import SCENES, cuboid, on_table, table
 from isaaclab_arena.utils.pose import Pose
 
 
@@ -181,7 +181,7 @@ def test_object_set_member_that_cannot_fit_in_some_envs():
     records = []
     handler = logging.Handler()
     handler.emit = records.append
-    logger = logging.getLogger("isaaclab_arena.relations.feasibility")
+    logger = logging.getLogger("isaaclab_arena.relations.compiler.feasibility")
     logger.addHandler(handler)
     try:
         res = placed(scene(), num_envs=4)
@@ -275,7 +275,7 @@ def test_random_crowded_scenes_refused_only_where_no_layout_is_valid(monkeypatch
     """Crowded random scenes of every relation kind, compiled with the pre-check bypassed and solved: no env
     the pre-check calls impossible has a candidate that passes its checks and meets its objectives (re-checked
     in float64); the pre-check does refuse some of them."""
-    import isaaclab_arena.relations.compile_problem as compile_problem
+    import isaaclab_arena.relations.compiler.compile_problem as compile_problem
 
     from _random_scenes import random_scene
     from test_placement_float64_checker import TOL, check_layout

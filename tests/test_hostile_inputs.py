@@ -132,7 +132,7 @@ def test_on_clearance_larger_than_the_support_is_refused_in_python():
 
 #: (kind, reference, params): a length no placement in the base scene (1.0 x 0.8 x 0.75 m table) can use, known
 #: only once the scene is: refused by the YAML loader (key and line) and by the compile of a scene built in Python,
-#: in the same words (``relations/scene_lengths.py``).
+#: in the same words (``relations/compiler/scene_lengths.py``).
 SCENE_LENGTH_CASES = [
     ("next_to", "mug", {"side": "positive_x", "distance_m": 50.0}),
     ("align_with", "mug", {"axis": "x", "offset_m": -7.5}),

@@ -21,7 +21,7 @@ from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox as Box
 from isaaclab_arena.embodiments import make_embodiment
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams, ReachabilityConfig
-from isaaclab_arena.relations.placement_diagnostics import batch_diagnostics
+from isaaclab_arena.relations.diagnostics.placement_diagnostics import batch_diagnostics
 from isaaclab_arena.relations.relations import IsAnchor, NextTo, On, RequiresReachability, RotateAroundSolution, Side
 from isaaclab_arena.relations.validation.pre_physics import PrePhysicsPlacementValidator
 from isaaclab_arena.relations.validation.registry import register_validator, unregister_validator
@@ -180,7 +180,7 @@ def test_runs_only_on_candidates_that_passed_the_required_inexpensive_checks():
 
 
 def test_marked_object_the_placer_cannot_locate_is_refused():
-    from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+    from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 
     assets, robot = _scene()
     loose = Object("loose", bounding_box=Box((-0.02,) * 3, (0.02,) * 3)).add_relation(RequiresReachability())
@@ -193,7 +193,7 @@ def test_marked_object_the_placer_cannot_locate_is_refused():
 def test_rejections_name_the_unreachable_object_and_its_ik_miss(placed):
     """Each rejected candidate is explained as the object out of reach, with the IK's remaining position error
     (metres) of that candidate; the pool's closest-miss text says the same."""
-    from isaaclab_arena.relations.placement_diagnostics import FailureTally, rejection_causes, rejection_records
+    from isaaclab_arena.relations.diagnostics.placement_diagnostics import FailureTally, rejection_causes, rejection_records
 
     vb, result = placed["vb"], placed["result"]
     failed = ~vb.check_results["ik_reachable"]

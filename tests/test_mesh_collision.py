@@ -27,10 +27,10 @@ from isaaclab_arena.assets.object_reference import ObjectReference
 from isaaclab_arena.relations.kinds.on import OnCause
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 from isaaclab_arena.relations.relations import IsAnchor, On
-from isaaclab_arena.relations.scenes import cuboid, table
+from isaaclab_arena.benchmarks.scenes import cuboid, table
 from isaaclab_arena.utils.pose import Pose
 from isaaclab_arena_environments.assets import library
 

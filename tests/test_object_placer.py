@@ -7,11 +7,11 @@ import torch
 
 from isaaclab_arena.assets.object_set import RigidObjectSet
 from isaaclab_arena.relations.object_placer import ObjectPlacer
-from isaaclab_arena.relations.ranking import rank_keys, rank_order
+from isaaclab_arena.relations.solving.ranking import rank_keys, rank_order
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relations import AtPosition, IsAnchor, NextTo, On, Side
-from isaaclab_arena.relations.scenes import SCENES, cuboid, mug_bowl_scene, on_table, table
+from isaaclab_arena.benchmarks.scenes import SCENES, cuboid, mug_bowl_scene, on_table, table
 from isaaclab_arena.utils.pose import Pose
 
 

@@ -21,7 +21,7 @@ from isaaclab_arena.assets.object_pool import (
     park_position,
 )
 from isaaclab_arena.relations.relations import On
-from isaaclab_arena.relations.scenes import CROWDED_SIZES, TABLE_SIZE, cuboid, on_table, table
+from isaaclab_arena.benchmarks.scenes import CROWDED_SIZES, TABLE_SIZE, cuboid, on_table, table
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(REPO, "isaaclab_arena_environments", "tabletop", "pooled_clutter.yaml")
@@ -96,7 +96,7 @@ def test_solved_layouts_hold_relations_for_joined_objects_and_park_the_rest():
 
 def test_python_refusals():
     from isaaclab_arena.relations.object_placer import ObjectPlacer
-    from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+    from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
     from isaaclab_arena.relations.relations import NextTo, Side
 
     things = [cuboid(f"t{i}", (0.05, 0.05, 0.05)) for i in range(3)]

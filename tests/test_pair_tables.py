@@ -1,4 +1,4 @@
-"""The no_overlap pair table (``relations/pair_tables.py``), built with array operations, against the plain
+"""The no_overlap pair table (``relations/compiler/pair_tables.py``), built with array operations, against the plain
 per-pair rules it must follow: every movable against the movables after it, then the fixed colliders (a
 Background only with MESH collision); exempt pairs left out; a push axis closed only when both objects are pinned
 on it (a fixed collider always is), and a pair closed on every axis pushed in x and y; a pair's own clearance
@@ -12,7 +12,7 @@ import pytest
 from isaaclab_arena.assets.asset import Background, Object
 from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
 from isaaclab_arena.assets.collision_mode import CollisionMode
-from isaaclab_arena.relations.pair_tables import overlap_pairs
+from isaaclab_arena.relations.compiler.pair_tables import overlap_pairs
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 
 

@@ -28,7 +28,7 @@ from isaaclab_arena.relations.relations import (
     PositionLimitsCylindrical,
 )
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
-from isaaclab_arena.relations.scenes import SCENES, on_table, table
+from isaaclab_arena.benchmarks.scenes import SCENES, on_table, table
 
 from _random_scenes import KINDS as RANDOM_KINDS, random_scene
 

@@ -155,7 +155,7 @@ def test_impossible_scenes_without_fallbacks_fail_naming_relations_and_metres():
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg
     from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
     from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-    from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+    from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
     from isaaclab_arena.relations.relations import IsAnchor, NextTo, On, Side
     from isaaclab_arena.assets.object_reference import ObjectReference
     from isaaclab_arena_environments.assets.library import bowl, mug, table_background

@@ -22,7 +22,7 @@ from isaaclab_arena.assets.object_reference import ObjectReference
 from isaaclab_arena.assets.object_set import RigidObjectSet
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 from isaaclab_arena.relations.relations import IsAnchor, NextTo, On, Side
@@ -296,7 +296,7 @@ def test_a_long_run_keeps_its_diagnostics_bounded(tmp_path, capsys):
     """A training run refills at many resets: every fill used to stay in memory and in the JSON rewritten after
     each fill (quadratic in the run's length). The first fill, the first short ones and the last
     KEEP_RECENT_FILLS stay whole; the others are summed into ``earlier_fills``, and nothing is lost from the sums."""
-    from isaaclab_arena.relations.placement_diagnostics import KEEP_RECENT_FILLS
+    from isaaclab_arena.relations.diagnostics.placement_diagnostics import KEEP_RECENT_FILLS
 
     pool = make(mug_bowl(), num_envs=2, output_dir=str(tmp_path))
     sizes = {}
@@ -322,7 +322,7 @@ def test_the_first_short_fills_stay_whole_when_old_fills_are_summed(tmp_path):
     """The run's failure summary reads the first fill that stayed short: those are kept whole, with their
     explanations, however long the run; summed fills keep their fallback slots."""
     from isaaclab_arena.environments.run_outcome import placement_outcome
-    from isaaclab_arena.relations.placement_diagnostics import KEEP_RECENT_FILLS, KEEP_SHORT_FILLS
+    from isaaclab_arena.relations.diagnostics.placement_diagnostics import KEEP_RECENT_FILLS, KEEP_SHORT_FILLS
 
     pool = make(one_env_impossible(), num_envs=3, max_placement_attempts=1)
     before = placement_outcome(pool)

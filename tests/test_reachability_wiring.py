@@ -19,7 +19,7 @@ from isaaclab_arena import ARENA_ROOT
 from isaaclab_arena.env_spec import ArenaEnvGraphSpec
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 
 SPEC = os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "robot", "franka_pick_and_place.yaml")
 

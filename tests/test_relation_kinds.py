@@ -27,7 +27,7 @@ from isaaclab_arena.relations.kinds.dispatch import (
 )
 from isaaclab_arena.relations.kinds.kind import KindRole, PackContext, ParamRow, RoomRow
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.placement_problem import VALIDATION_SLACK_M
+from isaaclab_arena.relations.compiler.placement_problem import VALIDATION_SLACK_M
 from isaaclab_arena.relations.relations import (
     AlignWith,
     AtPosition,
@@ -261,8 +261,8 @@ def test_the_feasibility_pre_check_takes_each_relations_constraints_from_its_kin
     import dataclasses
 
     import isaaclab_arena.relations.kinds as kinds
-    from isaaclab_arena.relations.difference_constraints import H, L
-    from isaaclab_arena.relations.feasibility import find_infeasibilities
+    from isaaclab_arena.relations.compiler.difference_constraints import H, L
+    from isaaclab_arena.relations.compiler.feasibility import find_infeasibilities
     from isaaclab_arena.relations.object_placer import ObjectPlacer
     from isaaclab_arena.relations.relations import IsAnchor, On
     from isaaclab_arena.utils.pose import Pose
@@ -299,11 +299,11 @@ def test_whether_an_object_turns_has_one_definition():
     import re
 
     from isaaclab_arena import ARENA_ROOT
-    from isaaclab_arena.relations.chain_room import turns
-    from isaaclab_arena.relations.feasibility import _turning
+    from isaaclab_arena.relations.compiler.chain_room import turns
+    from isaaclab_arena.relations.compiler.feasibility import _turning
     from isaaclab_arena.relations.kernels.tables import YawMode
-    from isaaclab_arena.relations.object_yaw import yaw_mode
-    from isaaclab_arena.relations.placement_restrictions import _fixed_rotation
+    from isaaclab_arena.relations.compiler.object_yaw import yaw_mode
+    from isaaclab_arena.relations.compiler.placement_restrictions import _fixed_rotation
     from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On
 
     def box(name):

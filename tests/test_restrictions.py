@@ -10,7 +10,7 @@ from isaaclab_arena.assets.asset import Background
 from isaaclab_arena.assets.object_reference import ObjectReference
 from isaaclab_arena.assets.object_set import RigidObjectSet
 from isaaclab_arena.adapters.asset_registry import build_registered_asset
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError, check_placement_restrictions
 from isaaclab_arena.relations.relations import (
     AlignWith,
     ClutterOn,

@@ -133,7 +133,7 @@ def test_fixed_robot_stand_is_an_obstacle_placed_objects_avoid():
 def test_relation_placed_robot_with_initial_pose_is_refused():
     from isaaclab_arena.environments.embodiment_terms import check_embodiment
     from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
-    from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
+    from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError, check_placement_restrictions
 
     robot = make_embodiment("franka_panda", "franka", {"initial_pose": {"position_xyz": [0.0, -0.8, 0.75]}})
     robot.add_relation(On(floor := _floor()))

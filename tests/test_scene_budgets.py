@@ -1,4 +1,4 @@
-"""Scene budgets (``relations/scene_budgets.py``, ``footprint_budget.check_footprint_budget``): a scene too large
+"""Scene budgets (``relations/compiler/scene_budgets.py``, ``footprint_budget.check_footprint_budget``): a scene too large
 or too crowded is refused when it is compiled, in seconds and in one line naming the figures and the knob,
 before anything that grows with it is built; the footprint bound is a proof (a scene that tiles its support
 exactly is accepted and its layout passes the checks; one more box is refused), its figures re-checked in
@@ -19,15 +19,15 @@ import torch
 from isaaclab_arena import ARENA_ROOT
 from isaaclab_arena.env_spec.placer_params_spec import parse_placer_params, placer_params_to_dict
 from isaaclab_arena.env_spec.spec_issue import SpecIssue
-from isaaclab_arena.relations.compile_problem import _SceneCompiler
-from isaaclab_arena.relations.footprint_budget import footprint_budget_violations
+from isaaclab_arena.relations.compiler.compile_problem import _SceneCompiler
+from isaaclab_arena.relations.compiler.footprint_budget import footprint_budget_violations
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 from isaaclab_arena.relations.relations import ClutterOn, IsAnchor, On, RotateAroundSolution
-from isaaclab_arena.relations.scene_budgets import DEFAULT_MAX_OBJECTS, check_memory_budget, estimate_memory
-from isaaclab_arena.relations.scenes import TABLE_SIZE, cuboid, on_table, table
+from isaaclab_arena.relations.compiler.scene_budgets import DEFAULT_MAX_OBJECTS, check_memory_budget, estimate_memory
+from isaaclab_arena.benchmarks.scenes import TABLE_SIZE, cuboid, on_table, table
 from isaaclab_arena.utils.pose import Pose
 
 #: The room of ``scenes.table()`` inside On's default 0.05 m edge margins, m².
@@ -179,7 +179,7 @@ def random_crowded(seed: int) -> tuple[list, bool]:
 @pytest.mark.slow
 def test_random_crowded_scenes_refused_only_where_no_candidate_is_valid(monkeypatch):
     """With the budget bypassed, the scenes it refuses are solved: no candidate passes the checks."""
-    import isaaclab_arena.relations.compile_problem as compile_problem
+    import isaaclab_arena.relations.compiler.compile_problem as compile_problem
 
     monkeypatch.setattr(compile_problem, "check_footprint_budget", lambda *args: None)
     refusals = valid = 0
@@ -250,7 +250,7 @@ def test_memory_budget_refuses_before_allocating_and_names_the_knobs():
 
 
 def test_memory_budget_defaults_to_half_the_available_memory_host_and_cuda(monkeypatch):
-    import isaaclab_arena.relations.scene_budgets as budgets
+    import isaaclab_arena.relations.compiler.scene_budgets as budgets
 
     monkeypatch.setattr(budgets, "available_host_bytes", lambda: 8_000_000_000)
     monkeypatch.setattr(budgets, "available_device_bytes", lambda device: 2_000_000_000)

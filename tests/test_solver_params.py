@@ -13,12 +13,12 @@ import torch
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.optimization.losses.relation_loss_strategies import NotNextToLossStrategy
-from isaaclab_arena.relations.evaluation import evaluate_poses
-from isaaclab_arena.relations.placement_candidate_generator import PlacementCandidateGenerator
+from isaaclab_arena.relations.solving.evaluation import evaluate_poses
+from isaaclab_arena.relations.solving.placement_candidate_generator import PlacementCandidateGenerator
 from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 from isaaclab_arena.relations.relations import AtPosition, NotNextTo, PositionLimitsBox, Side
-from isaaclab_arena.relations.scenes import SCENES, crowded_scene, cuboid, on_table, table
+from isaaclab_arena.benchmarks.scenes import SCENES, crowded_scene, cuboid, on_table, table
 from isaaclab_arena.utils.pose import Pose
 
 SOLVER_LINE = re.compile(r"^\[solver\] (\d+) candidates: (\d+) converged, iterations median/max (\d+)/(\d+), "

@@ -25,8 +25,8 @@ from isaaclab_arena.relations.relations import (
     RotateAroundSolution,
     Side,
 )
-from isaaclab_arena.relations.scenes import cuboid, on_table, table
-from isaaclab_arena.relations.placement_diagnostics import rejection_records
+from isaaclab_arena.benchmarks.scenes import cuboid, on_table, table
+from isaaclab_arena.relations.diagnostics.placement_diagnostics import rejection_records
 from isaaclab_arena.utils.pose import Pose
 
 TOP = 0.75

@@ -7,13 +7,13 @@ import torch
 
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.placement_candidate_generator import PlacementCandidateGenerator
-from isaaclab_arena.relations.compile_problem import compile_placement_problem
-from isaaclab_arena.relations.evaluation import evaluate_poses
+from isaaclab_arena.relations.solving.placement_candidate_generator import PlacementCandidateGenerator
+from isaaclab_arena.relations.compiler.compile_problem import compile_placement_problem
+from isaaclab_arena.relations.solving.evaluation import evaluate_poses
 from isaaclab_arena.relations.kinds import CHECK_SLOTS
 from isaaclab_arena.relations.relation_solver import RelationSolver
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
-from isaaclab_arena.relations.scenes import SCENES
+from isaaclab_arena.benchmarks.scenes import SCENES
 from isaaclab_arena.relations.validation.runner import PlacementValidationRunner
 
 
@@ -83,7 +83,7 @@ def test_solver_params_validation():
 
 def test_initial_sampling_follows_the_on_chain_else_the_first_anchor():
     from isaaclab_arena.relations.relations import IsAnchor, NotNextTo, On
-    from isaaclab_arena.relations.scenes import cuboid, on_table, table
+    from isaaclab_arena.benchmarks.scenes import cuboid, on_table, table
     from isaaclab_arena.utils.pose import Pose
 
     shelf = cuboid("shelf", (0.6, 0.4, 1.0), Pose((3.0, 0.0, 0.5)))  # the first anchor collected

@@ -15,7 +15,7 @@ from isaaclab_arena import ARENA_ROOT
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
-from isaaclab_arena.relations.scenes import SCENE_PLACER_PARAMS, SCENES
+from isaaclab_arena.benchmarks.scenes import SCENE_PLACER_PARAMS, SCENES
 
 sys.path.insert(0, os.path.join(ARENA_ROOT, "scripts"))
 import placement_spread as spread  # noqa: E402

@@ -11,8 +11,8 @@ import torch
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.relations import NextTo, On, Side
-from isaaclab_arena.relations.scenes import cuboid, mug_bowl_scene, on_table, table
-from isaaclab_arena.relations.placement_diagnostics import batch_diagnostics, rejection_records
+from isaaclab_arena.benchmarks.scenes import cuboid, mug_bowl_scene, on_table, table
+from isaaclab_arena.relations.diagnostics.placement_diagnostics import batch_diagnostics, rejection_records
 from isaaclab_arena.relations.validation.pre_physics import PrePhysicsPlacementValidator
 from isaaclab_arena.relations.validation.registry import (
     register_validator,
@@ -187,8 +187,8 @@ def _outcome_placer(validate):
 
 
 def test_a_validator_returning_a_check_outcome_names_its_causes_in_the_diagnostics():
-    from isaaclab_arena.relations.placement_diagnostics import FailureTally, rejection_causes, rejection_records
-    from isaaclab_arena.relations.scenes import SCENES
+    from isaaclab_arena.relations.diagnostics.placement_diagnostics import FailureTally, rejection_causes, rejection_records
+    from isaaclab_arena.benchmarks.scenes import SCENES
     from isaaclab_arena.relations.validation.registry import unregister_validator
     from isaaclab_arena.relations.validation.types import CheckOutcome
 
@@ -224,7 +224,7 @@ def test_a_validator_returning_a_check_outcome_names_its_causes_in_the_diagnosti
     (lambda x: dict(cause_index=torch.full_like(x, 4, dtype=torch.long)), "returned cause index 4 but only 1 cause texts"),
 ])
 def test_a_check_outcome_of_the_wrong_shape_is_refused_naming_the_validator(bad_outcome, message):
-    from isaaclab_arena.relations.scenes import SCENES
+    from isaaclab_arena.benchmarks.scenes import SCENES
     from isaaclab_arena.relations.validation.registry import unregister_validator
     from isaaclab_arena.relations.validation.types import CheckOutcome
 

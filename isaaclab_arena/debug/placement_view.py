@@ -43,7 +43,7 @@ import numpy as np
 from isaaclab_arena.debug import view_geometry as geo
 from isaaclab_arena.debug.rerun_import import import_rerun, viewer_executable
 from isaaclab_arena.relations.markers import RequiresReachability
-from isaaclab_arena.relations.placement_diagnostics import PAIR_CHECKS, batch_diagnostics, rejection_records
+from isaaclab_arena.relations.diagnostics.placement_diagnostics import PAIR_CHECKS, batch_diagnostics, rejection_records
 from isaaclab_arena.relations.validation.results import ValidatedBatch
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from isaaclab_arena.relations.kinds.not_next_to import NotNextTo
-from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch
+from isaaclab_arena.relations.solving.placement_candidate import PlacementCandidateBatch
 from isaaclab_arena.utils.pose_math import matrix_from_quat
 
 #: Half height of the slab that draws a flat region (a support's top face), metres.
@@ -202,7 +202,7 @@ def snapshot_losses(batch: PlacementCandidateBatch) -> np.ndarray | None:
     ``evaluate_poses`` from ``position_history`` (forward-filled after a candidate stopped) and the final
     rotations (FaceTo headings that the solver re-evaluates are taken at their final value). None without
     a history (``save_position_history`` off)."""
-    from isaaclab_arena.relations.evaluation import evaluate_poses
+    from isaaclab_arena.relations.solving.evaluation import evaluate_poses
 
     h = batch.position_history
     if h is None or len(batch) == 0:

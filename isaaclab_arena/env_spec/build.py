@@ -31,7 +31,7 @@ def build_environment(spec: SpecGraph):
     """A fresh ``IsaacLabArenaEnvironment`` with every asset and relation of ``spec``; ``EnvSpecError`` naming
     the file, line, node and key of anything that cannot be built or placed."""
     from isaaclab_arena.environments.isaaclab_arena_environment import IsaacLabArenaEnvironment
-    from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
+    from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError, check_placement_restrictions
 
     try:
         assets = build_assets(spec)
@@ -85,7 +85,7 @@ def default_anchor_poses(assets: dict) -> None:
 def _restriction_node(spec: SpecGraph, error: Exception, random_yaw_init: bool) -> RelationNode | None:
     """The relation node after whose attachment (in file order, on fresh assets) the restrictions fail exactly
     as ``error`` says; None when no prefix of the relations does."""
-    from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
+    from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError, check_placement_restrictions
 
     assets = build_assets(spec)
     robot = build_embodiment(spec.embodiment) if spec.embodiment is not None else None

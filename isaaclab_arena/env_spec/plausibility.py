@@ -4,7 +4,7 @@ The scene box is the env-local world bounding box (metres) of every asset with a
 backgrounds and objects placed by ``initial_pose`` alone. Its largest side is the scene size. A spec without
 such an asset has no known extent and skips these checks. Rules:
 
-* **Lengths larger than the scene** (refused; the rule of ``relations/scene_lengths.py``, which the compile applies
+* **Lengths larger than the scene** (refused; the rule of ``relations/compiler/scene_lengths.py``, which the compile applies
   to scenes built in Python): a relation parameter named in ``SCENE_LENGTH_PARAMS``
   (``clearance_m``, ``distance_m``, ``gap_m``, ``offset_m``, ``x_half_m`` / ``y_half_m`` / ``z_half_m``) above
   the scene size. ``On.clearance_m: 5.0`` on a 0.75 m table would release the object 5 m above it.
@@ -31,7 +31,7 @@ from typing import Any
 from isaaclab_arena.env_spec.nodes import RelationNode
 from isaaclab_arena.env_spec.spec_issue import EnvSpecWarning, SpecIssue, issue_error
 from isaaclab_arena.environments.env_spacing import Box, fixed_boxes, world_box
-from isaaclab_arena.relations.scene_lengths import (
+from isaaclab_arena.relations.compiler.scene_lengths import (
     LOOSE_LENGTH_PARAMS,
     SCENE_LENGTH_PARAMS,
     too_long_params,

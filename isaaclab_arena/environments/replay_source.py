@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from isaaclab_arena.relations.placement_layouts import PlacementLayouts
-from isaaclab_arena.relations.placement_replay import PlacementReplayQueue
+from isaaclab_arena.relations.layouts.placement_replay import PlacementReplayQueue
 
 
 class ReplayPoseSource:

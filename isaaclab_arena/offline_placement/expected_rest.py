@@ -16,15 +16,22 @@ assets. Frames and units: env-local world poses (env origin subtracted), xyz met
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Protocol
 
 import torch
 
 from isaaclab_arena.assets.geometry_reader import spawn_cfgs_of
 from isaaclab_arena.offline_placement.pose_math import world_aabb
 
-if TYPE_CHECKING:
-    from isaaclab_arena.offline_placement.settled_batch import SettledBatch
+
+class SettledLayouts(Protocol):
+    """What the expected rest reads of a batch of released layouts (``SettledBatch`` has these fields; a
+    protocol keeps this module from importing the batch module, which imports ``RestRule`` from here)."""
+
+    initial_root_poses: Mapping[str, torch.Tensor]
+    supports: Mapping[str, Any]
+    clutter_local_bounds: Mapping[str, tuple]
+    rest_rules: Mapping[str, "RestRule"]
 
 
 class ExpectedRestError(ValueError):
@@ -57,7 +64,7 @@ class RestRule:
         object.__setattr__(self, "gap_m", gap)
 
 
-def expected_rest_drops_m(batch: "SettledBatch", keys: Iterable[str] | None = None) -> dict[str, torch.Tensor]:
+def expected_rest_drops_m(batch: SettledLayouts, keys: Iterable[str] | None = None) -> dict[str, torch.Tensor]:
     """``{root key: (E,) drop}``: how far (metres, down along env-local world Z) each root of ``batch`` (or of
     ``keys``, plus the supports they rest on) is expected to fall from its release pose
     (``batch.initial_root_poses``) to its resting pose.
@@ -127,7 +134,7 @@ def _clutter_drop(batch, key, rule, release, drop) -> torch.Tensor:
     return (bottom - (support_z + surface_local)).clamp_min(0.0)
 
 
-def expected_rest_poses(batch: "SettledBatch", keys: Iterable[str] | None = None) -> dict[str, torch.Tensor]:
+def expected_rest_poses(batch: SettledLayouts, keys: Iterable[str] | None = None) -> dict[str, torch.Tensor]:
     """The expected resting pose of every root (or of ``keys``): ``{key: (E, 7)}``.
 
     Each is the root's release pose (``batch.initial_root_poses``: env-local world, xyz metres + xyzw) with

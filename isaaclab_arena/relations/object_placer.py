@@ -15,20 +15,20 @@ from dataclasses import dataclass, field
 
 import torch
 
-from isaaclab_arena.relations.compile_problem import compile_placement_problem, placement_signature
-from isaaclab_arena.relations.evaluation import evaluate_poses
+from isaaclab_arena.relations.compiler.compile_problem import compile_placement_problem, placement_signature
+from isaaclab_arena.relations.solving.evaluation import evaluate_poses
 from isaaclab_arena.relations.kinds.not_next_to import keep_out_notices
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.placement_candidate_generator import as_id_tensor, checked_ids
-from isaaclab_arena.relations.placement_diagnostics import (
+from isaaclab_arena.relations.solving.placement_candidate_generator import as_id_tensor, checked_ids
+from isaaclab_arena.relations.diagnostics.placement_diagnostics import (
     ClosestMiss,
     FailureTally,
     batch_diagnostics,
     explanation_text,
 )
-from isaaclab_arena.relations.placement_problem import PlacementProblem
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
-from isaaclab_arena.relations.ranking import best_per_env
+from isaaclab_arena.relations.compiler.placement_problem import PlacementProblem
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.solving.ranking import best_per_env
 from isaaclab_arena.relations.relation_solver import RelationSolver
 from isaaclab_arena.relations.validation.results import ValidatedBatch
 from isaaclab_arena.relations.validation.runner import PlacementValidationRunner

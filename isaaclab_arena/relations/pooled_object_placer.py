@@ -30,13 +30,13 @@ from __future__ import annotations
 import torch
 
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.relations.placement_diagnostics import (
+from isaaclab_arena.relations.diagnostics.placement_diagnostics import (
     FailureTally,
     PlacementDiagnostics,
     explanation_text,
     placement_advice,
 )
-from isaaclab_arena.relations.ranking import rank_order, rank_within_env
+from isaaclab_arena.relations.solving.ranking import rank_order, rank_within_env
 from isaaclab_arena.utils.interrupts import raise_if_interrupted
 from isaaclab_arena.utils.progress import advance_to, close_bar, paused, progress_bar
 

@@ -8,15 +8,23 @@ frame (the frame of one environment before its env origin is added).
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import Any, ClassVar, Protocol, Sequence
 
 from isaaclab_arena.utils.checks import enum_member as coerce_enum
 from isaaclab_arena.utils.checks import flag, number, short_repr
 
-if TYPE_CHECKING:
-    from isaaclab_arena.assets.asset import PlaceableAsset
+__all__ = ["Axis", "ParentAsset", "Relation", "RelationBase", "Side", "coerce_enum", "flag", "limits", "number", "support_length"]
 
-__all__ = ["Axis", "Relation", "RelationBase", "Side", "coerce_enum", "flag", "limits", "number", "support_length"]
+
+class ParentAsset(Protocol):
+    """What a relation needs of its parent (reference) asset; ``assets.asset.PlaceableAsset`` is one. A protocol,
+    so that this module does not import the asset model, which imports the relations."""
+
+    name: str
+
+    def add_relation(self, relation: "RelationBase") -> Any: ...
+
+    def get_bounding_box(self) -> Any: ...
 
 
 class Side(str, Enum):
@@ -103,7 +111,7 @@ class RelationBase:
         return {}
 
     @property
-    def parent(self) -> "PlaceableAsset | None":
+    def parent(self) -> "ParentAsset | None":
         return None
 
     def describe(self) -> str:
@@ -129,7 +137,7 @@ class RelationBase:
 class Relation(RelationBase):
     """A relation between the subject (the asset it is added to) and a parent (reference) asset."""
 
-    def __init__(self, parent: "PlaceableAsset", relation_loss_weight: float = 1.0):
+    def __init__(self, parent: "ParentAsset", relation_loss_weight: float = 1.0):
         # duck-typed: the relations modules do not import the asset model (assets import relations)
         if not all(hasattr(parent, a) for a in ("name", "add_relation", "get_bounding_box")):
             raise TypeError(f"{type(self).__name__}: parent must be a placeable asset, got {short_repr(parent)}")
@@ -138,5 +146,5 @@ class Relation(RelationBase):
                                            minimum=0.0)
 
     @property
-    def parent(self) -> "PlaceableAsset":
+    def parent(self) -> "ParentAsset":
         return self._parent

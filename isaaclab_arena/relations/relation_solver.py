@@ -28,10 +28,10 @@ from isaaclab_arena.relations.kernels.geometry import ensure_warp, torch_stream
 from isaaclab_arena.relations.kernels.settings import HISTORY_EVERY, SolveSettings
 from isaaclab_arena.relations.kernels.tables import CandidateState, solve_outputs
 from isaaclab_arena.relations.kinds.dispatch import NUM_SLOTS
-from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch
-from isaaclab_arena.relations.placement_problem import PlacementProblem
+from isaaclab_arena.relations.solving.placement_candidate import PlacementCandidateBatch
+from isaaclab_arena.relations.compiler.placement_problem import PlacementProblem
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
-from isaaclab_arena.relations.solver_workers import WorkerPool
+from isaaclab_arena.relations.solving.solver_workers import WorkerPool
 
 #: On the CPU a batch is split over ``cpu_threads`` threads from this many candidates on.
 SPLIT_FROM = 256

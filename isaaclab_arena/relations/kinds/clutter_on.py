@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import warp as wp
 
-from isaaclab_arena.relations.difference_constraints import H, L, RelationEdges
+from isaaclab_arena.relations.compiler.difference_constraints import H, L, RelationEdges
 from isaaclab_arena.relations.kernels.geometry import BIG, SHRINK, shrunk
 from isaaclab_arena.relations.kinds.kind import (
     CauseCode,

@@ -168,7 +168,7 @@ class RelationKind:
             (``(T, S, b, subject, parent, p, clo, chi, plo, phi, axis, f) -> direction``).
         has_parent: Whether the relation has a parent asset.
         feasibility: Host function ``(relation, RelationEdges)`` adding the relation's difference constraints on
-            one axis to the feasibility pre-check (``relations/feasibility.py``); None: the kind adds none (say so:
+            one axis to the feasibility pre-check (``relations/compiler/feasibility.py``); None: the kind adds none (say so:
             there is no default, so a new kind cannot be skipped silently).
         feasibility_help: What would make an impossible chain through it possible (quoted in the refusal).
     """

@@ -8,7 +8,7 @@ from isaaclab_arena.relations.validation.types import ValidationCost, Validation
 from isaaclab_arena.relations.validation.validator import PlacementValidator
 
 if TYPE_CHECKING:
-    from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch
+    from isaaclab_arena.relations.solving.placement_candidate import PlacementCandidateBatch
 
 
 class PrePhysicsPlacementValidator(PlacementValidator):

@@ -8,7 +8,7 @@ from functools import cached_property
 import torch
 
 from isaaclab_arena.relations.kinds import CHECK_SLOTS
-from isaaclab_arena.relations.placement_candidate import (
+from isaaclab_arena.relations.solving.placement_candidate import (
     PlacementCandidate,
     PlacementCandidateBatch,
     candidate_views,

@@ -14,7 +14,7 @@ from dataclasses import replace
 import torch
 
 from isaaclab_arena.relations.kinds import CHECK_SLOTS
-from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch
+from isaaclab_arena.relations.solving.placement_candidate import PlacementCandidateBatch
 from isaaclab_arena.relations.validation.pre_physics import PrePhysicsPlacementValidator
 from isaaclab_arena.relations.validation.registry import registered_validators
 from isaaclab_arena.relations.validation.results import PlacementValidationResults

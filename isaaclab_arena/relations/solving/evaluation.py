@@ -13,11 +13,11 @@ import warp as wp
 from isaaclab_arena.relations.kernels.geometry import torch_stream
 from isaaclab_arena.relations.kernels.tables import CandidateState
 from isaaclab_arena.relations.kernels.validate import validate_kernel_for
-from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch
-from isaaclab_arena.relations.placement_problem import PlacementProblem
+from isaaclab_arena.relations.solving.placement_candidate import PlacementCandidateBatch
+from isaaclab_arena.relations.compiler.placement_problem import PlacementProblem
 from isaaclab_arena.relations.relation_solver import batch_from_outputs, OutputBuffers
 from isaaclab_arena.relations.relation_solver_params import available_cores
-from isaaclab_arena.relations.solver_workers import WorkerPool
+from isaaclab_arena.relations.solving.solver_workers import WorkerPool
 
 
 #: On the CPU a batch of this many layouts or more is checked on several threads (as a solve is split).

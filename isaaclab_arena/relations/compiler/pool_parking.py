@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from isaaclab_arena.assets.object_pool import draw_pool_members, is_parked, park_position, pools_of
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 
 
 @dataclass(frozen=True)

@@ -41,11 +41,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isaaclab_arena.relations.difference_constraints import C, H, L, O, DifferenceConstraints, RelationEdges
+from isaaclab_arena.relations.compiler.difference_constraints import C, H, L, O, DifferenceConstraints, RelationEdges
 from isaaclab_arena.relations.kernels.tables import YawMode
 from isaaclab_arena.relations.kinds import kind_of
-from isaaclab_arena.relations.object_yaw import yaw_mode
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.compiler.object_yaw import yaw_mode
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relations import ClutterOn, On, PositionLimitsCylindrical
 from isaaclab_arena.utils.pose_math import matrix_from_quat
 

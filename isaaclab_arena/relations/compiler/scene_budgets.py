@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 
 #: Default ``ObjectPlacerParams.max_objects`` (see the module docstring for the measurement).
 DEFAULT_MAX_OBJECTS = 2000

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from isaaclab_arena.relations.kernels.tables import YawMode
-from isaaclab_arena.relations.object_yaw import yaw_mode
+from isaaclab_arena.relations.compiler.object_yaw import yaw_mode
 from isaaclab_arena.relations.relations import NextTo, On, PositionLimitsBox
 
 #: Directions in the order of the room columns: (axis, sign).

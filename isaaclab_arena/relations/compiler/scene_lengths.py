@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 
 #: Relation parameters (metres) refused when larger than the scene size.
 SCENE_LENGTH_PARAMS = ("clearance_m", "distance_m", "gap_m", "offset_m", "x_half_m", "y_half_m", "z_half_m")

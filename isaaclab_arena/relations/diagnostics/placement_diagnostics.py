@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from isaaclab_arena.relations.failure_explanation import (  # noqa: F401 - re-exported (the explanation's home)
+from isaaclab_arena.relations.diagnostics.failure_explanation import (  # noqa: F401 - re-exported (the explanation's home)
     PAIR_CHECKS,
     ClosestMiss,
     FailureTally,

@@ -15,7 +15,7 @@ from isaaclab_arena.assets.asset import Background, PlaceableAsset
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.object_reference import ObjectReference
 from isaaclab_arena.relations.kernels.tables import YawMode
-from isaaclab_arena.relations.object_yaw import yaw_mode
+from isaaclab_arena.relations.compiler.object_yaw import yaw_mode
 from isaaclab_arena.relations.relations import (
     AlignWith,
     ClutterOn,

@@ -8,7 +8,7 @@ import numpy as np
 
 from isaaclab_arena.assets.asset import Background
 from isaaclab_arena.assets.collision_mode import CollisionMode
-from isaaclab_arena.relations.collision_geometry import effective_mode
+from isaaclab_arena.relations.compiler.collision_geometry import effective_mode
 from isaaclab_arena.relations.kernels.tables import PairParam
 
 

@@ -18,7 +18,7 @@ import warp as wp
 from isaaclab_arena.assets.asset import Background
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.object_reference import ObjectReference
-from isaaclab_arena.relations.collision_geometry import box_pairs_first, compile_pair_geometry, effective_mode
+from isaaclab_arena.relations.compiler.collision_geometry import box_pairs_first, compile_pair_geometry, effective_mode
 from isaaclab_arena.relations.kernels.geometry import ensure_warp, torch_stream
 from isaaclab_arena.relations.kernels.tables import (
     OI_COLS,
@@ -33,26 +33,26 @@ from isaaclab_arena.relations.kernels.tables import (
     vec10f,
     vec12i,
 )
-from isaaclab_arena.relations.feasibility import check_feasibility
-from isaaclab_arena.relations.footprint_budget import check_footprint_budget
+from isaaclab_arena.relations.compiler.feasibility import check_feasibility
+from isaaclab_arena.relations.compiler.footprint_budget import check_footprint_budget
 from isaaclab_arena.relations.kinds import KIND_ID, KINDS, kind_of, priority_of
-from isaaclab_arena.relations.chain_room import ChainRooms, turns
+from isaaclab_arena.relations.compiler.chain_room import ChainRooms, turns
 from isaaclab_arena.relations.kinds.kind import (ROW_WIDTH, KindRole, PackContext, PackedRelation, ParamRow,
                                                  RelationKind, RoomRow)
 from isaaclab_arena.relations.mesh import pack_mesh_tables
-from isaaclab_arena.relations.object_yaw import yaw_mode
-from isaaclab_arena.relations.pair_tables import overlap_pairs
+from isaaclab_arena.relations.compiler.object_yaw import yaw_mode
+from isaaclab_arena.relations.compiler.pair_tables import overlap_pairs
 from isaaclab_arena.relations.mesh.sdf import MeshTables
-from isaaclab_arena.relations.placement_problem import (
+from isaaclab_arena.relations.compiler.placement_problem import (
     VALIDATION_SLACK_M,
     CompiledRelation,
     PlacementProblem,
 )
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError, check_placement_restrictions
-from isaaclab_arena.relations.pool_parking import budget_movables, compile_pools, pool_signature
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError, check_placement_restrictions
+from isaaclab_arena.relations.compiler.pool_parking import budget_movables, compile_pools, pool_signature
 from isaaclab_arena.relations.relations import ClutterOn, On, RequiresReachability
-from isaaclab_arena.relations.scene_budgets import check_memory_budget, check_object_budget
-from isaaclab_arena.relations.scene_lengths import check_scene_lengths
+from isaaclab_arena.relations.compiler.scene_budgets import check_memory_budget, check_object_budget
+from isaaclab_arena.relations.compiler.scene_lengths import check_scene_lengths
 from isaaclab_arena.utils.pose import quat_rotate
 from isaaclab_arena.utils.progress import advance_to, close_bar, progress_bar
 

@@ -35,8 +35,8 @@ from isaaclab_arena.relations.kinds import KIND_ID  # before the kernel tables, 
 from isaaclab_arena.relations.kernels.tables import PairMode, PairModes, YawMode
 from isaaclab_arena.relations.mesh import MeshGeometry, no_mesh, pack_mesh_tables
 from isaaclab_arena.relations.mesh.logs import MESH_SDF, log_once
-from isaaclab_arena.relations.object_yaw import yaw_mode
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.compiler.object_yaw import yaw_mode
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On
 
 #: Most footprint outline points per geometry (support terms), and how far (m) the outline they span may

@@ -17,7 +17,7 @@ from isaaclab_arena.relations.kinds import CHECK_SLOTS
 from isaaclab_arena.utils.pose_math import matrix_from_quat
 
 if TYPE_CHECKING:
-    from isaaclab_arena.relations.placement_problem import PlacementProblem
+    from isaaclab_arena.relations.compiler.placement_problem import PlacementProblem
 
 
 @dataclass

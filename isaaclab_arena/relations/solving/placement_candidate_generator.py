@@ -16,8 +16,8 @@ from __future__ import annotations
 import torch
 
 from isaaclab_arena.relations.kernels import launch
-from isaaclab_arena.relations.placement_candidate import PlacementCandidateBatch
-from isaaclab_arena.relations.placement_problem import PlacementProblem
+from isaaclab_arena.relations.solving.placement_candidate import PlacementCandidateBatch
+from isaaclab_arena.relations.compiler.placement_problem import PlacementProblem
 from isaaclab_arena.relations.relation_solver import RelationSolver
 
 

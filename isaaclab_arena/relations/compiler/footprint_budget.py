@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isaaclab_arena.relations.feasibility import EPS_M, _check_required, _turning, _Turning
-from isaaclab_arena.relations.placement_restrictions import PlacementConfigError
+from isaaclab_arena.relations.compiler.feasibility import EPS_M, _check_required, _turning, _Turning
+from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relations import ClutterOn, On
 from isaaclab_arena.utils.pose_math import matrix_from_quat
 
@@ -117,7 +117,7 @@ def footprint_budget_violations(movables, fixed, placer_params) -> list[str]:
     if not (_check_required("on_relation", placer_params) and _check_required("no_overlap", placer_params)):
         return []
     from isaaclab_arena.assets.collision_mode import CollisionMode
-    from isaaclab_arena.relations.collision_geometry import effective_mode
+    from isaaclab_arena.relations.compiler.collision_geometry import effective_mode
 
     default_mode = placer_params.solver_params.collision_mode
     placed = {a.name for a in movables}

@@ -1,0 +1,1 @@
+"""Benchmark scenes (``scenes``) shared by ``scripts/bench_*.py`` and the tests that measure the solver."""
