@@ -41,6 +41,26 @@ def test_place_returns_distinct_valid_layout_per_env():
     assert all(set(r.check_results) >= {"no_overlap", "on_relation", "next_to"} for r in res)
 
 
+def test_ranking_matches_a_lexicographic_sort_with_ties_in_batch_order():
+    import numpy as np
+
+    gen = torch.Generator().manual_seed(5)
+    for B in (1, 7, 5000):
+        env = torch.randint(0, 40, (B,), generator=gen)
+        req = torch.randint(0, 3, (B,), generator=gen, dtype=torch.int32)
+        opt = torch.randint(0, 4, (B,), generator=gen, dtype=torch.int32)
+        loss = torch.randint(0, 5, (B,), generator=gen).float() * 0.25  # many equal losses
+        # numpy's lexsort is stable, its last key the primary one: env, required, optional, loss, batch order
+        want = np.lexsort((np.arange(B), loss.numpy(), opt.numpy(), req.numpy(), env.numpy()))
+        assert rank_keys(env, req, opt, loss).tolist() == want.tolist()
+    # keys too wide for one int64 fall back to one sort per key, with the same order
+    env = torch.tensor([2**40, 0, 2**40, 0])
+    req, opt = torch.tensor([0, 1, 0, 0], dtype=torch.int32), torch.tensor([0, 0, 0, 0], dtype=torch.int32)
+    loss = torch.tensor([1.0, 0.0, 0.5, 2.0])
+    assert rank_keys(env, req, opt, loss).tolist() == [3, 1, 2, 0]
+    assert rank_keys(env[:0], req[:0], opt[:0], loss[:0]).tolist() == []
+
+
 def test_ranking_required_then_optional_then_loss():
     scene = mug_bowl_scene()
     pl = ObjectPlacer(ObjectPlacerParams(placement_seed=1))

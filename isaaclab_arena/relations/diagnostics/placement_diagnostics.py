@@ -228,7 +228,9 @@ def batch_diagnostics(vb: ValidatedBatch, fill_index: int = 0, batch_index: int 
     present = vb.problem.checks_present if vb.problem is not None and vb.problem.checks_present else set(counts)
     not_used = [c for c in counts if c in builtin and c not in present]
     checks = {c: {"passed": p, "evaluated": e} for c, (p, e) in counts.items() if c not in not_used}
-    return BatchDiagnostics(fill_index, batch_index, len(vb), int(vb.passed.sum()), checks, rejection_causes(vb),
+    # a batch in which every evaluated check passed has no rejection cause: the per-check scan is skipped
+    causes = rejection_causes(vb) if any(p < e for p, e in counts.values()) else []
+    return BatchDiagnostics(fill_index, batch_index, len(vb), int(vb.passed.sum()), checks, causes,
                             vb.env_ids.unique().cpu().tolist(), not_used)
 
 

@@ -12,11 +12,26 @@ from isaaclab_arena.relations.validation.results import ValidatedBatch
 def rank_keys(env_ids: torch.Tensor, required_failures: torch.Tensor, optional_failures: torch.Tensor,
               loss: torch.Tensor) -> torch.Tensor:
     """Candidate indices grouped by env (ascending env id), each env's candidates ordered by required
-    failures, then optional failures, then loss (stable: ties keep batch order)."""
-    idx = torch.argsort(loss, stable=True)
-    for key in (optional_failures, required_failures, env_ids):
-        idx = idx[torch.argsort(key[idx], stable=True)]
-    return idx
+    failures, then optional failures, then loss (stable: ties keep batch order).
+
+    Two sorts instead of one per key: a stable sort of the loss gives each candidate its loss rank (distinct,
+    ties in batch order), and one sort of a single int64 key ``((env * R + required) * O + optional) * B +
+    loss rank`` orders the rest (every key distinct, so the sort needs no stability).
+    """
+    B = loss.numel()
+    if B == 0:
+        return torch.zeros(0, dtype=torch.long, device=loss.device)
+    loss_rank = torch.empty(B, dtype=torch.long, device=loss.device)
+    loss_rank[torch.argsort(loss, stable=True)] = torch.arange(B, device=loss.device)
+    req, opt = required_failures.to(torch.long), optional_failures.to(torch.long)
+    r_width, o_width = int(req.max()) + 1, int(opt.max()) + 1  # failure counts are >= 0 and small
+    if (int(env_ids.max()) + 1) * r_width * o_width * B >= 1 << 62:  # no single int64 key: one sort per key
+        idx = torch.argsort(loss, stable=True)
+        for k in (opt, req, env_ids):
+            idx = idx[torch.argsort(k[idx], stable=True)]
+        return idx
+    key = ((env_ids.to(torch.long) * r_width + req) * o_width + opt) * B + loss_rank
+    return torch.argsort(key)
 
 
 def rank_order(batch: ValidatedBatch) -> torch.Tensor:

@@ -108,8 +108,19 @@ class PlacementValidationResults:
 
     @cached_property
     def _counts(self) -> dict[str, tuple[int, int]]:
-        return {c: (int((self.verdicts[c] & self.evaluated_mask(c)).sum()), int(self.evaluated_mask(c).sum()))
-                for c in self.checks}
+        # one host copy for every check; a built-in check is evaluated for every candidate
+        B = self.builtin_verdicts.shape[0]
+        out: dict[str, tuple[int, int]] = {}
+        if self.builtin_checks:
+            slots = [CHECK_SLOTS.index(c) for c in self.builtin_checks]
+            passed = self.builtin_verdicts[:, slots].sum(0).tolist()
+            out.update({c: (p, B) for c, p in zip(self.builtin_checks, passed)})
+        extra = [c for c in self.checks if c not in out]
+        if extra:
+            rows = torch.stack([torch.stack([(self.verdicts[c] & self.evaluated_mask(c)).sum(),
+                                             self.evaluated_mask(c).sum()]) for c in extra]).tolist()
+            out.update({c: (p, e) for c, (p, e) in zip(extra, rows)})
+        return {c: out[c] for c in self.checks}
 
     def counts(self) -> dict[str, tuple[int, int]]:
         """check -> (passed, evaluated) over the batch."""
