@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from isaaclab_arena.reachability.chain_fk import ChainFK, rotation_angle_between
+from isaaclab_arena.reachability.chain_fk import ChainFK, rotation_angle_between, small_matmul
 
 #: Damping of the least-squares step (squared metres of weighted residual).
 DAMPING = 1e-4
@@ -70,10 +70,11 @@ def polish_within_limits(fk: ChainFK, pos: torch.Tensor, rot: torch.Tensor, q: t
         best_score = torch.where(better, score, best_score)
         best_q[better], best_p[better], best_r[better] = x[better], pos_err[better], rot_err[better]
         jac = torch.cat([jac[:, :3], jac[:, 3:] * w[:, None, None]], 1)  # (n, 6, C)
-        err = torch.cat([pos - p, rotation_vector(rot @ r.transpose(-1, -2)) * w[:, None]], -1)  # (n, 6)
+        err = torch.cat([pos - p, rotation_vector(small_matmul(rot, r.transpose(-1, -2))) * w[:, None]], -1)  # (n, 6)
 
         def step(j):
-            return (j.transpose(1, 2) @ torch.linalg.solve(j @ j.transpose(1, 2) + damp, err[..., None]))[..., 0]
+            jt = j.transpose(1, 2)
+            return small_matmul(jt, torch.linalg.solve(small_matmul(j, jt) + damp, err[..., None]))[..., 0]
 
         dq = step(jac)
         held = ((x <= lower + 1e-7) & (dq < 0)) | ((x >= upper - 1e-7) & (dq > 0))
