@@ -33,7 +33,8 @@ def rotation_vector(m: torch.Tensor) -> torch.Tensor:
 
 
 def polish_within_limits(fk: ChainFK, pos: torch.Tensor, rot: torch.Tensor, q: torch.Tensor, lower: torch.Tensor,
-                         upper: torch.Tensor, thresholds: tuple[float, float], iterations: int = 30):
+                         upper: torch.Tensor, thresholds: tuple[float, float], iterations: int = 30,
+                         rows_per_problem: int | None = None):
     """Best configurations found from ``q`` for the targets.
 
     Args:
@@ -44,6 +45,9 @@ def polish_within_limits(fk: ChainFK, pos: torch.Tensor, rot: torch.Tensor, q: t
         lower, upper: (C,) joint limits.
         thresholds: (position m, rotation rad) of the verdict.
         iterations: Damped least-squares iterations.
+        rows_per_problem: With rows in groups of this many consecutive rows per problem (its start
+            configurations), a problem's rows stop once one of them reaches the verdict (score <= 1); their
+            results are the best seen until then. None: every row runs every iteration.
 
     Returns:
         ``(q, position_error_m, rotation_error_rad)`` of the best score per problem, (M, C), (M,), (M,).
@@ -57,7 +61,8 @@ def polish_within_limits(fk: ChainFK, pos: torch.Tensor, rot: torch.Tensor, q: t
     damp = torch.eye(6, dtype=dt, device=dev) * DAMPING
     best_score = torch.full((n,), float("inf"), dtype=dt, device=dev)
     best_q, best_p, best_r = x.clone(), best_score.clone(), best_score.clone()
-    for _ in range(iterations + 1):
+    active = None  # rows still iterating (None: all); x, w, pos, rot then hold only those rows
+    for it in range(iterations + 1):
         p, r, jac = fk.forward_with_jacobian(x)
         pos_err = (pos - p).norm(dim=-1)
         rot_err = rotation_angle_between(r, rot)
@@ -66,9 +71,23 @@ def polish_within_limits(fk: ChainFK, pos: torch.Tensor, rot: torch.Tensor, q: t
         # scaled errors, less where position is (the least-squares optimum then moves toward the minimax one)
         ratio = (rot_err / thresholds[1]) / (pos_err / thresholds[0]).clamp(min=1e-9)
         w = (w * ratio.clamp(0.5, 2.0).sqrt()).clamp(w_lo, w_hi)
-        better = score < best_score
-        best_score = torch.where(better, score, best_score)
-        best_q[better], best_p[better], best_r[better] = x[better], pos_err[better], rot_err[better]
+        rows = slice(None) if active is None else active
+        better = score < best_score[rows]
+        best_score[rows] = torch.where(better, score, best_score[rows])
+        if active is None:
+            best_q[better], best_p[better], best_r[better] = x[better], pos_err[better], rot_err[better]
+        else:
+            up = active[better]
+            best_q[up], best_p[up], best_r[up] = x[better], pos_err[better], rot_err[better]
+        if it == iterations:
+            break
+        if rows_per_problem and bool((score <= 1).any()):  # drop the rows of problems now reached
+            reached = (best_score <= 1).reshape(-1, rows_per_problem).any(-1).repeat_interleave(rows_per_problem)
+            keep = ~(reached if active is None else reached[active])
+            active = keep.nonzero().squeeze(-1) if active is None else active[keep]
+            x, w, pos, rot, p, r, jac = x[keep], w[keep], pos[keep], rot[keep], p[keep], r[keep], jac[keep]
+            if not active.numel():
+                break
         jac = torch.cat([jac[:, :3], jac[:, 3:] * w[:, None, None]], 1)  # (n, 6, C)
         err = torch.cat([pos - p, rotation_vector(small_matmul(rot, r.transpose(-1, -2))) * w[:, None]], -1)  # (n, 6)
 

@@ -1,0 +1,136 @@
+"""The IK check's early exits (issue 21): the reach bounds that refuse targets without IK, the stage-1 early
+look and the polish that stops a problem once reached. Each must only save work: no target a configuration
+reaches is refused by the bounds (checked on forward kinematics of random configurations, in float64 numpy), the
+bounds do refuse targets the chain-length sphere lets through, and the early exits never turn a verdict
+"reached" into "refused" against the full solve.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+ARMS = ("franka_panda", "kuka_iiwa")
+
+
+@pytest.fixture(scope="module", params=ARMS)
+def checker(request):
+    from isaaclab_arena.embodiments import make_embodiment
+    from isaaclab_arena.reachability import IKReachabilityChecker
+
+    return IKReachabilityChecker(make_embodiment(request.param).reachability_robot, device="cpu")
+
+
+def _fk64(chain, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TCP position (N, 3) and rotation (N, 3, 3) of (N, C) joint positions, float64 numpy, joint by joint."""
+    n = q.shape[0]
+    t = np.repeat(np.eye(4)[None], n, 0)
+    c = 0
+    for joint in chain.joints:
+        t = t @ joint.origin
+        if joint.type in ("revolute", "continuous"):
+            x, y, z = joint.axis
+            k = np.array([[0, -z, y], [z, 0, -x], [-y, x, 0]])
+            s, co = np.sin(q[:, c])[:, None, None], np.cos(q[:, c])[:, None, None]
+            turn = np.repeat(np.eye(4)[None], n, 0)
+            turn[:, :3, :3] = np.eye(3) + s * k + (1 - co) * (k @ k)
+            t = t @ turn
+            c += 1
+    return t[:, :3, 3], t[:, :3, :3]
+
+
+def _random_turn(rng, n: int, angle: float) -> np.ndarray:
+    """(n, 3, 3) rotations by exactly ``angle`` radians about random axes."""
+    axis = rng.normal(size=(n, 3))
+    axis /= np.linalg.norm(axis, axis=1, keepdims=True)
+    k = np.zeros((n, 3, 3))
+    k[:, 0, 1], k[:, 0, 2], k[:, 1, 2] = -axis[:, 2], axis[:, 1], -axis[:, 0]
+    k = k - k.transpose(0, 2, 1)
+    return np.eye(3) + math.sin(angle) * k + (1 - math.cos(angle)) * (k @ k)
+
+
+def test_no_pose_a_configuration_takes_is_refused_by_the_reach_bounds(checker):
+    """Every TCP pose of 4,000 random configurations (joint limits ignored: the bounds are geometric), and the
+    same poses moved by the thresholds (1 cm, 0.1 rad), lie within the bounds."""
+    rng = np.random.default_rng(3)
+    c = len(checker.joint_names)
+    q = rng.uniform(-math.pi, math.pi, size=(4000, c))
+    pos, rot = _fk64(checker.chain, q)
+    bounds = checker.reach_bounds
+    exact = bounds.excess_m(torch.tensor(pos), torch.tensor(rot), 0.0)
+    assert float(exact.max()) <= 1e-9
+    # a target within the thresholds of a reached pose: its bound excess stays within the position threshold
+    step = rng.normal(size=(4000, 3))
+    step = 0.01 * step / np.linalg.norm(step, axis=1, keepdims=True)
+    moved = bounds.excess_m(torch.tensor(pos + step), torch.tensor(rot @ _random_turn(rng, 4000, 0.1)), 0.1)
+    assert float(moved.max()) <= 0.01 + 1e-9
+    # the wrist sphere is what decides for top-down poses far out: it is tighter than the chain-length sphere
+    assert bounds.wrist_radius_m + np.linalg.norm(bounds.wrist_to_tcp) <= bounds.tcp_radius_m + 1e-12
+
+
+def test_the_wrist_bound_refuses_targets_the_chain_length_sphere_lets_through(checker):
+    """Top-down grasps at the shoulder's height, farther than the wrist can go but inside the chain-length
+    sphere, are refused without IK (the solver never sees them) with their bound as position error."""
+    from isaaclab_arena.reachability.grasp_targets import top_down_grasp_targets
+
+    bounds = checker.reach_bounds
+    centre = bounds.centre
+    wrist_reach = bounds.wrist_radius_m + 0.01 + 0.1 * np.linalg.norm(bounds.wrist_to_tcp)
+    reach = np.linspace(wrist_reach + 0.03, bounds.tcp_radius_m - 0.03, 5)
+    objects = torch.tensor([[[float(r), 0.0, float(centre[2])] for r in reach]], dtype=torch.float32)
+    base = torch.tensor([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]])
+    pos_b, rot_b, _ = top_down_grasp_targets(base, objects, 0.0, checker.yaw_offset_rad)
+    tcp_only = (pos_b[0] - torch.tensor(centre, dtype=torch.float32)).norm(dim=-1) - bounds.tcp_radius_m
+    assert bool((tcp_only < 0).all())  # the chain-length sphere alone would send these to the solver
+    seen = []
+    original = checker._solve_and_measure
+    checker._solve_and_measure = lambda pos, *a: seen.append(pos.shape[0]) or original(pos, *a)
+    try:
+        result = checker.check(base, objects, grasp_z_offset_m=0.0)
+    finally:
+        del checker._solve_and_measure
+    assert sum(seen) == 0  # no problem reached the solver
+    assert not bool(result.reachable.any())
+    expected = bounds.excess_m(pos_b[0], rot_b[0], 0.1)
+    assert torch.allclose(result.position_error_m[0], expected)
+    assert bool((result.position_error_m > 0.01).all()) and bool(result.rotation_error_rad.isnan().all())
+
+
+def test_early_exits_never_refuse_what_the_full_solve_reaches(checker, monkeypatch):
+    """The same 512 candidates with the early look and the polish's stop turned off (every problem solved in
+    full): every grasp the full solve reaches is reached with the early exits too, and every grasp reached
+    with them is within both thresholds by float64 FK of the returned joints."""
+    import isaaclab_arena.reachability.ik_reachability as ik
+    import isaaclab_arena.reachability.limit_polish as polish
+
+    g = torch.Generator().manual_seed(11)
+    n = 512
+    yaw = (torch.rand(n, generator=g) * 2 - 1) * 0.3
+    base = torch.zeros(n, 7)
+    base[:, 0], base[:, 2] = -0.8, 0.75
+    base[:, 5], base[:, 6] = torch.sin(yaw / 2), torch.cos(yaw / 2)
+    objects = torch.stack([(torch.rand(n, generator=g) * 2 - 1) * 0.6, (torch.rand(n, generator=g) * 2 - 1) * 0.4,
+                           torch.full((n,), 0.80)], -1)[:, None]
+    early = checker.check(base, objects)
+
+    solve_in_full = polish.polish_within_limits
+    monkeypatch.setattr(ik, "EARLY_LOOK_ITERATIONS", checker.iterations)
+    monkeypatch.setattr(ik, "polish_within_limits", lambda *a, rows_per_problem=None, **k: solve_in_full(*a, **k))
+    full = checker.check(base, objects)
+
+    assert bool((early.reachable | ~full.reachable).all()), "an early exit refused a grasp the full solve reaches"
+    assert int(full.reachable.sum()) >= n // 4  # the sample holds reachable grasps at all
+    reached = early.reachable[:, 0].numpy()
+    q = early.joint_pos[:, 0].double().numpy()[reached]
+    assert bool((q >= checker.chain.lower - 1e-6).all() and (q <= checker.chain.upper + 1e-6).all())
+    pos, rot = _fk64(checker.chain, q)
+    from isaaclab_arena.reachability.grasp_targets import top_down_grasp_targets
+
+    pos_b, rot_b, _ = top_down_grasp_targets(base, objects, 0.02, checker.yaw_offset_rad)
+    target_p, target_r = pos_b[:, 0].double().numpy()[reached], rot_b[:, 0].double().numpy()[reached]
+    assert float(np.linalg.norm(pos - target_p, axis=1).max()) <= 0.01 + 1e-5
+    cos = (np.einsum("nij,nij->n", rot, target_r) - 1) / 2
+    assert float(np.arccos(np.clip(cos, -1, 1)).max()) <= 0.1 + 1e-4
