@@ -8,6 +8,10 @@
   1.2 x 0.8 m table (base x = -0.8 +- 0.1 m, yaw +- 0.3 rad), the object anywhere on the table top. Warm-up
   calls (kernel compilation, solver allocation) are discarded; the figure is the median of windows of at
   least 1 s of repeated calls. ``reachable`` is the fraction of candidates found reachable.
+* ``robot_pool_fill`` (``--only fill``): the robot scene's pool fill, ``robot/<arm>_pick_and_place.yaml`` loaded
+  as a user would, 16 envs x its layouts per env, ``ik_reachable`` included: ``fill_s`` the median of 7 refills
+  of every env after the first fill, ``first_fill_s`` the first (compile, solver buckets), ``checker_build_s`` the
+  first ``IKReachabilityChecker`` of the process (newton imported before; its seed library solved).
 * ``robot_env_steps_per_s``: env-steps/s of a kit-less OV PhysX env (CPU) with the Franka, the table and a
   mug, zero actions (the arm holds its home pose), after 20 warm-up steps.
 * ``pick_and_place_env_steps_per_s`` (``--only pick``): env-steps/s of the registered
@@ -29,7 +33,7 @@
   the reference's misses (the project's configuration confirmed by Pinocchio's FK) apart, and the disagreements
   not within 2 mm of the boundary. ``--agreement_seed`` draws another sample.
 
-``--embodiment`` chooses the robot of the ``ik``, ``env``, ``pick``, ``success`` and ``agreement`` benchmarks.
+``--embodiment`` chooses the robot of the ``ik``, ``fill``, ``env``, ``pick``, ``success`` and ``agreement`` benchmarks.
 """
 
 from __future__ import annotations
@@ -219,9 +223,44 @@ def bench_agreement(embodiment: str, seed: int) -> None:
         print(f"  {case}", flush=True)
 
 
+def bench_fill(embodiment: str, num_envs: int = 16, refills: int = 7) -> None:
+    """Prints the robot scene's pool fill: the shipped pick-and-place spec of the arm, ``num_envs`` envs x its
+    layouts per env, ``ik_reachable`` included (the placer takes the robot from the spec's assets)."""
+    import os
+
+    import newton  # noqa: F401 - imported before the timed build, as in any env that simulates with it
+
+    from isaaclab_arena import ARENA_ROOT
+    from isaaclab_arena.embodiments import make_embodiment
+    from isaaclab_arena.env_spec import ArenaEnvGraphSpec
+    from isaaclab_arena.reachability import IKReachabilityChecker
+    from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
+
+    t = time.perf_counter()
+    IKReachabilityChecker(make_embodiment(embodiment).reachability_robot)
+    build = time.perf_counter() - t
+    spec = os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "robot", PICK_AND_PLACE_SPECS[embodiment])
+    arena_env = ArenaEnvGraphSpec.from_yaml(spec).to_arena_env()
+    pool = PooledObjectPlacer(arena_env.get_placement_assets(), arena_env.placer_params, num_envs=num_envs)
+    pool.diagnostics.verbose = False
+    t = time.perf_counter()
+    pool.initialize()
+    first = time.perf_counter() - t
+    assert "ik_reachable" in pool.check_names, "the spec's robot did not reach the pool"
+    every = torch.arange(num_envs)
+    times = []
+    for _ in range(refills):
+        t = time.perf_counter()
+        pool.fill(every, "reset_refill")
+        times.append(time.perf_counter() - t)
+    print(f"bench robot_pool_fill embodiment={embodiment} num_envs={num_envs} layouts_per_env={pool.layouts_per_env} "
+          f"batch={num_envs * pool.layouts_per_env} fill_s={statistics.median(times):.3f} first_fill_s={first:.2f} "
+          f"checker_build_s={build:.2f} fallback={int(pool.slot_fallback.sum())} refills={refills}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    parser.add_argument("--only", default="ik,env", help="comma list of: ik, env, pick, success, agreement")
+    parser.add_argument("--only", default="ik,env", help="comma list of: ik, fill, env, pick, success, agreement")
     parser.add_argument("--agreement_seed", type=int, default=7, help="sample of the agreement benchmark")
     parser.add_argument("--device", default="cpu", help="device of the IK check (cpu or cuda:0)")
     parser.add_argument("--num_envs", type=int, default=64, help="envs of the robot env benchmarks")
@@ -232,6 +271,8 @@ def main() -> None:
     only = set(args.only.split(","))
     if "ik" in only:
         bench_ik(args.device, args.embodiment)
+    if "fill" in only:
+        bench_fill(args.embodiment)
     if "env" in only:
         bench_env(args.num_envs, embodiment=args.embodiment)
     if "pick" in only:

@@ -54,7 +54,7 @@ def _random_turn(rng, n: int, angle: float) -> np.ndarray:
 
 def test_no_pose_a_configuration_takes_is_refused_by_the_reach_bounds(checker):
     """Every TCP pose of 4,000 random configurations (joint limits ignored: the bounds are geometric), and the
-    same poses moved by the thresholds (1 cm, 0.1 rad), lie within the bounds."""
+    same poses moved by the thresholds (1 cm, 0.1 rad), lie within the bounds; the bounds are tight."""
     rng = np.random.default_rng(3)
     c = len(checker.joint_names)
     q = rng.uniform(-math.pi, math.pi, size=(4000, c))
@@ -67,8 +67,9 @@ def test_no_pose_a_configuration_takes_is_refused_by_the_reach_bounds(checker):
     step = 0.01 * step / np.linalg.norm(step, axis=1, keepdims=True)
     moved = bounds.excess_m(torch.tensor(pos + step), torch.tensor(rot @ _random_turn(rng, 4000, 0.1)), 0.1)
     assert float(moved.max()) <= 0.01 + 1e-9
-    # the wrist sphere is what decides for top-down poses far out: it is tighter than the chain-length sphere
-    assert bounds.wrist_radius_m + np.linalg.norm(bounds.wrist_to_tcp) <= bounds.tcp_radius_m + 1e-12
+    # and tight: some configuration comes within 1 cm of it (the sum of the link offsets, 7 cm beyond what the
+    # Franka's zig-zag elbow can stretch to, would fail here)
+    assert float(exact.max()) >= -0.01
 
 
 def test_the_wrist_bound_refuses_targets_the_chain_length_sphere_lets_through(checker):

@@ -134,3 +134,18 @@ def test_bench_compare_refuses_a_folder_that_is_not_a_checkout(tmp_path):
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 2
     assert f"--before {tmp_path} is not a checkout (no isaaclab_arena/ in it)" in out.stderr
+
+
+@pytest.mark.slow
+def test_bench_robot_fill_prints_the_robot_pool_fill_of_each_arm(tmp_path):
+    """``bench_robot.py --only fill`` (issue 21's robot pool fill and checker build) run as a user runs it, from a
+    folder outside the repo: one parseable line per arm, the spec's 16 envs x 5 layouts, ``ik_reachable`` on."""
+    for arm in ("franka_panda", "kuka_iiwa"):
+        out = subprocess.run([sys.executable, os.path.join(SCRIPTS, "bench_robot.py"), "--only", "fill",
+                              "--embodiment", arm], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-2000:]
+        (row,) = [dict(kv.split("=", 1) for kv in line.split() if "=" in kv) for line in out.stdout.splitlines()
+                  if line.startswith("bench robot_pool_fill ")]
+        assert row["embodiment"] == arm and int(row["batch"]) == 80 and int(row["num_envs"]) == 16
+        assert float(row["fill_s"]) > 0 and float(row["first_fill_s"]) > 0 and float(row["checker_build_s"]) > 0
+        assert int(row["fallback"]) == 0  # every stored layout passed ik_reachable

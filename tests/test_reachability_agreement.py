@@ -179,6 +179,7 @@ def test_a_second_checker_of_the_same_arm_reuses_its_seed_library(franka_checker
         raise AssertionError("the library was solved again")
 
     robot = make_embodiment("franka_panda").reachability_robot
+    monkeypatch.setenv("ARENA_MESH_CACHE", "")  # the disk cache off: only the process' own libraries count
     monkeypatch.setattr(ik_reachability.IKReachabilityChecker, "_solve_seed_library", refuse)
     again = IKReachabilityChecker(robot, device="cpu")
     assert torch.equal(again._library_q, franka_checker._library_q)
@@ -189,3 +190,42 @@ def test_a_second_checker_of_the_same_arm_reuses_its_seed_library(franka_checker
     other_home = dataclasses.replace(robot, home_joint_pos={**robot.home_joint_pos, "panda_joint4": -2.0})
     with pytest.raises(AssertionError, match="solved again"):
         IKReachabilityChecker(other_home, device="cpu")
+
+
+_LIBRARY_SCRIPT = """
+import sys, numpy as np
+from isaaclab_arena.embodiments import make_embodiment
+from isaaclab_arena.reachability import IKReachabilityChecker, ik_reachability
+solved = []
+original = ik_reachability.IKReachabilityChecker._solve_seed_library
+ik_reachability.IKReachabilityChecker._solve_seed_library = lambda self: solved.append(1) or original(self)
+c = IKReachabilityChecker(make_embodiment("franka_panda").reachability_robot, device="cpu")
+np.savez(sys.argv[1], rz=c._library_rz.numpy(), q=c._library_q.numpy())
+print("solved" if solved else "read")
+"""
+
+
+def test_a_later_process_reads_the_seed_library_from_disk_and_solves_a_spoilt_one_again(tmp_path):
+    """The first process solves the library and stores it under ``$ARENA_MESH_CACHE``; a second one reads it,
+    bit-identical; a spoilt file is solved again (the same tensors), never half-read."""
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "ARENA_MESH_CACHE": str(cache)}
+
+    def run(name):
+        out = subprocess.run([sys.executable, "-c", _LIBRARY_SCRIPT, str(tmp_path / name)], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.strip().splitlines()[-1], np.load(tmp_path / (name + ".npz"))
+
+    first, lib1 = run("first")
+    second, lib2 = run("second")
+    assert (first, second) == ("solved", "read")
+    assert np.array_equal(lib1["q"], lib2["q"]) and np.array_equal(lib1["rz"], lib2["rz"]) and len(lib1["q"]) > 50
+    (entry,) = [p for p in cache.iterdir() if p.name.startswith("ik_seed_library_")]
+    entry.write_bytes(entry.read_bytes()[:100])  # a truncated file, as a crash of another writer would not leave
+    third, lib3 = run("third")
+    assert third == "solved" and np.array_equal(lib1["q"], lib3["q"])
+    assert [p.suffix for p in cache.iterdir()] == [".npz"]  # rewritten whole, no temporary left

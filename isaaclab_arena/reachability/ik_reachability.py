@@ -48,6 +48,8 @@ import torch
 from isaaclab_arena.reachability.chain_fk import ChainFK, matrix_to_quat_xyzw, rotation_angle_between
 from isaaclab_arena.reachability.grasp_targets import top_down_grasp_targets
 from isaaclab_arena.reachability.limit_polish import polish_within_limits
+from isaaclab_arena.reachability.reach_bounds import ReachBounds
+from isaaclab_arena.reachability.seed_library_cache import load_library, store_library
 from isaaclab_arena.reachability.urdf_chain import UrdfChain, load_urdf_chain
 
 
@@ -121,51 +123,6 @@ EARLY_LOOK_ITERATIONS = 10
 
 #: Weight of the soft joint-limit objective (solutions are clamped to the limits afterwards anyway).
 LIMIT_WEIGHT = 10.0
-
-
-@dataclass(frozen=True)
-class ReachBounds:
-    """Two spheres that hold what a chain can reach, in its base frame (metres); any radius inf when unbounded.
-
-    Attributes:
-        centre: (3,) the first movable joint's origin. That joint turns about an axis through it, which keeps
-            distances to it; every later joint origin and the TCP then add at most the length of their offset.
-        tcp_radius_m: Farthest the TCP can be from ``centre``.
-        wrist_radius_m: Farthest the last movable joint's origin (the "wrist") can be from ``centre``.
-        wrist_to_tcp: (3,) the wrist-to-TCP vector in the TCP frame. The last joint turns about an axis through
-            the wrist, so the TCP's pose fixes the wrist at ``tcp - R_tcp @ wrist_to_tcp`` whatever its angle.
-    """
-
-    centre: np.ndarray
-    tcp_radius_m: float
-    wrist_radius_m: float
-    wrist_to_tcp: np.ndarray
-
-    @staticmethod
-    def of_chain(chain: UrdfChain) -> "ReachBounds":
-        folded, pending = [], np.eye(4)  # fixed transforms before each movable joint (its origin included)
-        for joint in chain.joints:
-            pending = pending @ joint.origin
-            if joint.type in ("revolute", "prismatic", "continuous"):
-                folded.append(pending)
-                pending = np.eye(4)
-        if not folded or any(j.type == "prismatic" for j in chain.movable):  # no bound for sliding joints
-            return ReachBounds(np.zeros(3), math.inf, math.inf, np.zeros(3))
-        wrist = sum(float(np.linalg.norm(f[:3, 3])) for f in folded[1:])
-        return ReachBounds(folded[0][:3, 3].copy(), wrist + float(np.linalg.norm(pending[:3, 3])), wrist,
-                           pending[:3, :3].T @ pending[:3, 3])
-
-    def excess_m(self, pos: torch.Tensor, rot: torch.Tensor, rotation_threshold_rad: float) -> torch.Tensor:
-        """(M,) lower bound (metres, may be negative) of the TCP position error of any configuration for (M, 3)
-        target positions and (M, 3, 3) rotations whose rotation error is within ``rotation_threshold_rad``:
-        a wrist rotated by at most that angle moves the TCP by at most ``|wrist_to_tcp| * angle``."""
-        if math.isinf(self.tcp_radius_m):
-            return torch.full(pos.shape[:1], -math.inf, dtype=pos.dtype, device=pos.device)
-        centre = torch.as_tensor(self.centre, dtype=pos.dtype, device=pos.device)
-        offset = torch.as_tensor(self.wrist_to_tcp, dtype=pos.dtype, device=pos.device)
-        tcp = (pos - centre).norm(dim=-1) - self.tcp_radius_m
-        wrist = (pos - (rot * offset).sum(-1) - centre).norm(dim=-1) - self.wrist_radius_m
-        return torch.maximum(tcp, wrist - float(np.linalg.norm(self.wrist_to_tcp)) * rotation_threshold_rad)
 
 
 class _Solver:
@@ -358,15 +315,18 @@ class IKReachabilityChecker:
         """Solves a grid of top-down targets in the plane of azimuth 0 (reach 0.1-1.1 m from the first joint's
         axis, height -0.6 to +1.0 m around its origin) and keeps the reached ones as stage-1 seeds. A later
         checker of the same chain, home pose, device and settings in this process reuses them (:data:`_LIBRARIES`:
-        the same tensors the build gives, so verdicts do not depend on it)."""
+        the same tensors the build gives, so verdicts do not depend on it), and so does a later process through the
+        disk cache (:mod:`~isaaclab_arena.reachability.seed_library_cache`)."""
         key = (hashlib.sha1(self.chain.urdf_xml.encode()).hexdigest(), self.robot.base_link, self.robot.tcp_link,
                tuple(sorted(self.robot.home_joint_pos.items())), self.device, self.n_seeds, self.iterations)
-        known = _LIBRARIES.get(key)
+        known = _LIBRARIES.get(key) or load_library(key, self._home.device)
         if known is not None:
             self._library_rz, self._library_q = known[0].clone(), known[1].clone()
+            _LIBRARIES[key] = known
             return
         self._solve_seed_library()
         _LIBRARIES[key] = (self._library_rz.clone(), self._library_q.clone())
+        store_library(key, self._library_rz, self._library_q)
 
     def _solve_seed_library(self) -> None:
         tdev = self._home.device

@@ -1,4 +1,5 @@
-"""Disk cache of MESH geometry that takes seconds to compute (sphere covers, signed-distance grids).
+"""Disk cache of what takes seconds to compute and is the same every time: MESH geometry (sphere covers,
+signed-distance grids) and the IK checker's seed libraries (:mod:`isaaclab_arena.reachability.ik_reachability`).
 
 Entries are ``.npz`` files under ``$ARENA_MESH_CACHE`` (default ``~/.cache/isaaclab_arena/mesh_cache``; an empty
 value turns the cache off), named by a key that the caller derives from the mesh's content, its settings
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import zipfile
 
 import numpy as np
 
@@ -36,7 +38,7 @@ def load(key: str) -> dict | None:
     try:
         with np.load(path) as data:
             return {name: data[name].copy() for name in data.files}
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # a spoilt entry is computed again
         return None
 
 

@@ -1,0 +1,99 @@
+"""Spheres that hold every pose a serial chain can reach: the IK check refuses targets outside them without
+solving (:mod:`isaaclab_arena.reachability.ik_reachability`, stage 0). Metres, the chain's base frame."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from isaaclab_arena.reachability.urdf_chain import UrdfChain
+
+
+@dataclass(frozen=True)
+class ReachBounds:
+    """Two spheres that hold what a chain can reach, in its base frame (metres); any radius inf when unbounded.
+
+    Attributes:
+        centre: (3,) the farthest joint origin along the chain that no joint moves (the first joint's origin, or
+            a later one on the axes of every joint before it). Joints turning about axes through it keep
+            distances to it; every later joint origin and the TCP then lie within a path of constant-length
+            segments from it (:func:`_longest_paths`).
+        tcp_radius_m: Farthest the TCP can be from ``centre``.
+        wrist_radius_m: Farthest the last movable joint's origin (the "wrist") can be from ``centre``.
+        wrist_to_tcp: (3,) the wrist-to-TCP vector in the TCP frame. The last joint turns about an axis through
+            the wrist, so the TCP's pose fixes the wrist at ``tcp - R_tcp @ wrist_to_tcp`` whatever its angle.
+    """
+
+    centre: np.ndarray
+    tcp_radius_m: float
+    wrist_radius_m: float
+    wrist_to_tcp: np.ndarray
+
+    @staticmethod
+    def of_chain(chain: UrdfChain) -> "ReachBounds":
+        folded, pending = [], np.eye(4)  # fixed transforms before each movable joint (its origin included)
+        for joint in chain.joints:
+            pending = pending @ joint.origin
+            if joint.type in ("revolute", "prismatic", "continuous"):
+                folded.append((pending, np.asarray(joint.axis, dtype=np.float64)))
+                pending = np.eye(4)
+        if not folded or any(j.type == "prismatic" for j in chain.movable):  # no bound for sliding joints
+            return ReachBounds(np.zeros(3), math.inf, math.inf, np.zeros(3))
+        # joint origins and axes at q = 0 in the base frame, then the TCP
+        frame, points, axes = np.eye(4), [], []
+        for transform, axis in folded:
+            frame = frame @ transform
+            points.append(frame[:3, 3].copy())
+            axes.append(frame[:3, :3] @ axis)
+        frame = frame @ pending
+        points.append(frame[:3, 3].copy())
+        # the centre: the farthest joint origin that no joint moves (every joint before turns about an axis
+        # through it: the shoulder of an arm whose first joint is a vertical turn below it)
+        first = max(k for k in range(len(axes)) if all(_on_axis(points[k], points[m], axes[m]) for m in range(k)))
+        lengths = _longest_paths(points[first:], axes[first:])
+        return ReachBounds(points[first], lengths[-1], lengths[-2], pending[:3, :3].T @ pending[:3, 3])
+
+    def excess_m(self, pos: torch.Tensor, rot: torch.Tensor, rotation_threshold_rad: float) -> torch.Tensor:
+        """(M,) lower bound (metres, may be negative) of the TCP position error of any configuration for (M, 3)
+        target positions and (M, 3, 3) rotations whose rotation error is within ``rotation_threshold_rad``:
+        a wrist rotated by at most that angle moves the TCP by at most ``|wrist_to_tcp| * angle``."""
+        if math.isinf(self.tcp_radius_m):
+            return torch.full(pos.shape[:1], -math.inf, dtype=pos.dtype, device=pos.device)
+        centre = torch.as_tensor(self.centre, dtype=pos.dtype, device=pos.device)
+        offset = torch.as_tensor(self.wrist_to_tcp, dtype=pos.dtype, device=pos.device)
+        tcp = (pos - centre).norm(dim=-1) - self.tcp_radius_m
+        wrist = (pos - (rot * offset).sum(-1) - centre).norm(dim=-1) - self.wrist_radius_m
+        return torch.maximum(tcp, wrist - float(np.linalg.norm(self.wrist_to_tcp)) * rotation_threshold_rad)
+
+
+def _longest_paths(points: list[np.ndarray], axes: list[np.ndarray], tol: float = 1e-9) -> list[float]:
+    """Upper bounds of the distance from ``points[0]`` to every point, for a chain whose joint ``k`` turns about
+    ``axes[k]`` through ``points[k]`` (its origin; the last point is the TCP, after every joint), at q = 0.
+
+    The distance between points ``i < j`` is the same in every configuration when every joint strictly between
+    them turns about an axis through ``points[i]`` (each such turn keeps ``points[i]`` where it is, relative to
+    the links after it) or every one about an axis through ``points[j]`` (the same from the other end); joint
+    ``i`` itself turns about its own origin. Neighbours always qualify. The bound of a point is the shortest
+    sum of such constant lengths over a path from ``points[0]`` (the triangle inequality), which is tighter
+    than the sum of the offsets where an offset turns about the previous origin (a zig-zag of two links).
+    """
+    n = len(points)
+
+    def through(point, m):
+        return _on_axis(point, points[m], axes[m], tol)
+
+    best = [0.0] + [math.inf] * (n - 1)
+    for j in range(1, n):
+        for i in range(j):
+            between = range(i + 1, min(j, len(axes)))
+            if all(through(points[i], m) for m in between) or all(through(points[j], m) for m in between):
+                best[j] = min(best[j], best[i] + float(np.linalg.norm(points[j] - points[i])))
+    return best
+
+
+def _on_axis(point: np.ndarray, origin: np.ndarray, axis: np.ndarray, tol: float = 1e-9) -> bool:
+    """Whether ``point`` lies on the line through ``origin`` along the unit ``axis`` (metres, relative ``tol``)."""
+    return float(np.linalg.norm(np.cross(point - origin, axis))) <= tol * max(1.0, float(np.linalg.norm(point)))
