@@ -197,7 +197,14 @@ class IKReachabilityChecker:
         frac = _roberts_fractions(max(self.n_seeds - 1, 0), len(self.joint_names))
         self._spread = torch.tensor(lo + frac * (hi - lo), dtype=torch.float32, device=tdev)  # (S-1, C)
         self.reach_bounds = ReachBounds.of_chain(self.chain)
-        self._reach_centre = torch.tensor(self.reach_bounds.centre, dtype=torch.float32, device=tdev)
+        # the seed library's grid is laid out about the first movable joint's origin (not the bounds' centre, which
+        # may sit higher up the chain): the library, and so the seeds, stay those of the chain alone
+        first = np.eye(4)
+        for joint in self.chain.joints:
+            first = first @ joint.origin
+            if joint.type in ("revolute", "prismatic", "continuous"):
+                break
+        self._library_origin_z = float(first[2, 3])
         self._solvers: dict[int, _Solver] = {}
         self._library_rz = torch.zeros(0, 2, device=tdev)
         self._library_q = torch.zeros(0, len(self.joint_names), device=tdev)
@@ -333,7 +340,7 @@ class IKReachabilityChecker:
         reach = torch.linspace(0.05, 1.1, 22, device=tdev)
         height = torch.linspace(-0.6, 1.0, 17, device=tdev)
         r, z = torch.meshgrid(reach, height, indexing="ij")
-        pos = torch.stack([r.reshape(-1), torch.zeros_like(r).reshape(-1), z.reshape(-1) + self._reach_centre[2]], -1)
+        pos = torch.stack([r.reshape(-1), torch.zeros_like(r).reshape(-1), z.reshape(-1) + self._library_origin_z], -1)
         base = torch.tensor([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]], device=tdev)
         pos_b, rot_b, azimuth = top_down_grasp_targets(base, pos[None], 0.0, self.yaw_offset_rad)
         pos_b, rot_b, azimuth = pos_b[0], rot_b[0], azimuth[0]
