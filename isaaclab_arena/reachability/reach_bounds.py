@@ -22,9 +22,10 @@ class ReachBounds:
             distances to it; every later joint origin and the TCP then lie within a path of constant-length
             segments from it (:func:`_longest_paths`).
         tcp_radius_m: Farthest the TCP can be from ``centre``.
-        wrist_radius_m: Farthest the last movable joint's origin (the "wrist") can be from ``centre``.
-        wrist_to_tcp: (3,) the wrist-to-TCP vector in the TCP frame. The last joint turns about an axis through
-            the wrist, so the TCP's pose fixes the wrist at ``tcp - R_tcp @ wrist_to_tcp`` whatever its angle.
+        wrist_radius_m: Farthest the wrist can be from ``centre``: the first joint origin that every later joint
+            turns about an axis through (the last joint's origin at least; the centre of a spherical wrist).
+        wrist_to_tcp: (3,) the wrist-to-TCP vector in the TCP frame. The joints from the wrist on turn about axes
+            through it, so the TCP's pose fixes the wrist at ``tcp - R_tcp @ wrist_to_tcp`` whatever their angles.
     """
 
     centre: np.ndarray
@@ -53,8 +54,13 @@ class ReachBounds:
         # the centre: the farthest joint origin that no joint moves (every joint before turns about an axis
         # through it: the shoulder of an arm whose first joint is a vertical turn below it)
         first = max(k for k in range(len(axes)) if all(_on_axis(points[k], points[m], axes[m]) for m in range(k)))
+        # the wrist: the first joint origin every later joint turns about an axis through (the last joint's origin
+        # at least; the centre of a spherical wrist), which the TCP's pose fixes whatever those joints' angles
+        n = len(axes)
+        wrist = max(first, min(k for k in range(n) if all(_on_axis(points[k], points[m], axes[m]) for m in range(k, n))))
         lengths = _longest_paths(points[first:], axes[first:])
-        return ReachBounds(points[first], lengths[-1], lengths[-2], pending[:3, :3].T @ pending[:3, 3])
+        to_tcp = frame[:3, :3].T @ (frame[:3, 3] - points[wrist])
+        return ReachBounds(points[first], lengths[-1], lengths[wrist - first], to_tcp)
 
     def excess_m(self, pos: torch.Tensor, rot: torch.Tensor, rotation_threshold_rad: float) -> torch.Tensor:
         """(M,) lower bound (metres, may be negative) of the TCP position error of any configuration for (M, 3)
