@@ -50,6 +50,9 @@ def test_exit_statuses_are_128_plus_the_signal_number():
 _CTRL_C_IN_A_DESTRUCTOR = """
 import os, signal, sys
 from isaaclab_arena.utils.interrupts import quiet_interrupts, raise_if_interrupted
+# a terminal's default: a suite started in the background by a non-interactive shell inherits SIGINT ignored,
+# and quiet_interrupts rightly leaves an ignored SIGINT alone
+signal.signal(signal.SIGINT, signal.default_int_handler)
 quiet_interrupts()
 
 class Resource:
