@@ -25,18 +25,15 @@ class ChainFK:
     def __init__(self, chain: UrdfChain, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32):
         self.chain = chain
         self.device, self.dtype = torch.device(device), dtype
-        # fixed transforms folded together: the one before each movable joint (its own origin included) and
-        # the one after the last, as (rotation (3, 3), translation (3,)) pairs, float64 on the host first
-        folded, steps, pending = [], [], np.eye(4)
-        for j in chain.joints:
-            pending = pending @ j.origin
-            if j.type in ("revolute", "prismatic", "continuous"):
-                folded.append(pending)
-                axis = np.asarray(j.axis, dtype=np.float64)
-                k = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
-                steps.append((j.type == "prismatic", axis, k, k @ k))
-                pending = np.eye(4)
-        folded.append(pending)
+        # fixed transforms folded together (UrdfChain.folded_transforms: the one before each movable joint and the
+        # one after the last) as (rotation (3, 3), translation (3,)) pairs, float64 on the host first
+        folded, tail = chain.folded_transforms()
+        folded = folded + [tail]
+        steps = []
+        for j in chain.movable:
+            axis = np.asarray(j.axis, dtype=np.float64)
+            k = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+            steps.append((j.type == "prismatic", axis, k, k @ k))
 
         def t(a):
             return torch.tensor(np.asarray(a), device=self.device, dtype=dtype)
@@ -102,15 +99,6 @@ def small_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     on the CPU, torch's batched matmul spends far longer per tiny matrix than this (a 3 x 3 product of 720
     rotations: about 0.4 ms by ``bmm``, a few tens of microseconds here)."""
     return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2)
-
-
-def axis_angle_matrix(axis: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
-    """Rotation matrices (N, 3, 3) about the unit ``axis`` (3,) by ``angle`` (N,) radians (Rodrigues)."""
-    x, y, z = axis[0], axis[1], axis[2]
-    k = torch.stack([torch.stack([0 * x, -z, y]), torch.stack([z, 0 * x, -x]), torch.stack([-y, x, 0 * x])])
-    s, c = torch.sin(angle)[:, None, None], torch.cos(angle)[:, None, None]
-    eye = torch.eye(3, device=axis.device, dtype=axis.dtype)
-    return eye + s * k + (1 - c) * (k @ k)
 
 
 def matrix_to_quat_xyzw(m: torch.Tensor) -> torch.Tensor:

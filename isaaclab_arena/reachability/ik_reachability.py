@@ -7,11 +7,10 @@ within ``position_threshold_m`` and ``rotation_threshold_rad`` with its joints i
 How (no Python loop over candidates):
 
 1. Targets go into each candidate's base frame (:func:`top_down_grasp_targets`); the B x K problems are
-   flattened. Targets no configuration can reach are refused without IK (:class:`ReachBounds`): the TCP
-   farther from the first joint's axis point than the chain's total length, or the last joint's origin
-   (which the target pose fixes up to the thresholds, whatever the last joint's angle) farther from it than
-   the links before can carry it. Their ``position_error_m`` is the larger excess, a lower bound of the
-   position error of any configuration within the rotation threshold.
+   flattened. Targets no configuration can reach are refused without IK (:class:`ReachBounds`): the TCP, or
+   the wrist (which the target pose fixes up to the thresholds, whatever the wrist joints' angles), farther
+   from the shoulder than the chain can carry it. Their ``position_error_m`` is the larger excess, a lower
+   bound of the position error of any configuration within the rotation threshold.
 2. Stage 1 solves every problem from one informed seed: the solution, found once at construction, for
    the nearest of a grid of top-down targets in the plane in front of the robot (by reach and height),
    turned toward the object (the first vertical joint rotated by the object's azimuth).
@@ -199,12 +198,7 @@ class IKReachabilityChecker:
         self.reach_bounds = ReachBounds.of_chain(self.chain)
         # the seed library's grid is laid out about the first movable joint's origin (not the bounds' centre, which
         # may sit higher up the chain): the library, and so the seeds, stay those of the chain alone
-        first = np.eye(4)
-        for joint in self.chain.joints:
-            first = first @ joint.origin
-            if joint.type in ("revolute", "prismatic", "continuous"):
-                break
-        self._library_origin_z = float(first[2, 3])
+        self._library_origin_z = float(self.chain.folded_transforms()[0][0][2, 3])
         self._solvers: dict[int, _Solver] = {}
         self._library_rz = torch.zeros(0, 2, device=tdev)
         self._library_q = torch.zeros(0, len(self.joint_names), device=tdev)
@@ -285,8 +279,8 @@ class IKReachabilityChecker:
         s = self._spread.shape[0]
         starts = q[:, None].clone()  # (M, 1 + k, C) stage-3 starting configurations
         if s and rest.numel():  # stage 2: the unreached problems from every spread seed
-            q2, p2, r2, _ = self._solve_and_measure(pos[rest].repeat_interleave(s, 0), rot[rest].repeat_interleave(s, 0),
-                                                    self._spread.repeat(rest.numel(), 1), weight, self.iterations)
+            q2, p2, r2 = self._solve_and_measure(pos[rest].repeat_interleave(s, 0), rot[rest].repeat_interleave(s, 0),
+                                                 self._spread.repeat(rest.numel(), 1), weight, self.iterations)
             score2 = self._score(p2, r2, thresholds).reshape(-1, s)
             best2, arg = score2.min(dim=1)
             pick = torch.arange(rest.numel(), device=pos.device) * s + arg
@@ -409,24 +403,24 @@ class IKReachabilityChecker:
         """:meth:`_solve_and_measure` that stops where the verdict is known early: every problem first gets
         :data:`EARLY_LOOK_ITERATIONS`; the problems not reached then are solved again from their seeds with the
         full ``iterations``, so their results are exactly those of one full solve. Returns (M, C), (M,), (M,)."""
-        q, pos_err, rot_err, _ = self._solve_and_measure(pos, rot, seeds, rotation_weight,
-                                                         min(EARLY_LOOK_ITERATIONS, self.iterations))
+        q, pos_err, rot_err = self._solve_and_measure(pos, rot, seeds, rotation_weight,
+                                                      min(EARLY_LOOK_ITERATIONS, self.iterations))
         rest = (self._score(pos_err, rot_err, thresholds) > 1).nonzero().squeeze(-1)
         if rest.numel() and self.iterations > EARLY_LOOK_ITERATIONS:
-            q[rest], pos_err[rest], rot_err[rest], _ = self._solve_and_measure(pos[rest], rot[rest], seeds[rest],
-                                                                               rotation_weight, self.iterations)
+            q[rest], pos_err[rest], rot_err[rest] = self._solve_and_measure(pos[rest], rot[rest], seeds[rest],
+                                                                            rotation_weight, self.iterations)
         return q, pos_err, rot_err
 
     def _solve_and_measure(self, pos: torch.Tensor, rot: torch.Tensor, seeds: torch.Tensor, rotation_weight: float,
                            iterations: int):
         """``iterations`` of LM for (M,) problems from (M, C) seeds -> clamped solutions (M, C), position and
-        rotation errors (M,), and LM's unclamped solutions (M, C)."""
+        rotation errors (M,)."""
         import warp as wp
 
         m = pos.shape[0]
         if m == 0:
             empty = torch.zeros(0, device=pos.device)
-            return seeds.clone(), empty, empty.clone(), seeds.clone()
+            return seeds.clone(), empty, empty.clone()
         s = self._solver_for(m)
         pad = s.count - m
         quat = matrix_to_quat_xyzw(rot)
@@ -442,7 +436,6 @@ class IKReachabilityChecker:
             s.rotation.set_target_rotations(wp.from_torch(quat.contiguous(), dtype=wp.vec4))
             wp.copy(s.q_in, wp.from_torch(seeds.contiguous()))
             s.solver.step(s.q_in, s.q_out, iterations=iterations)
-        raw = wp.to_torch(s.q_out)[:m].clone()
-        q = torch.clamp(raw, self._lower, self._upper)
+        q = torch.clamp(wp.to_torch(s.q_out)[:m].clone(), self._lower, self._upper)
         tcp_pos, tcp_rot = self._fk.forward(q)
-        return q, (tcp_pos - pos[:m]).norm(dim=-1), rotation_angle_between(tcp_rot, rot[:m]), raw
+        return q, (tcp_pos - pos[:m]).norm(dim=-1), rotation_angle_between(tcp_rot, rot[:m])

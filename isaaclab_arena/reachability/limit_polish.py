@@ -61,7 +61,7 @@ def polish_within_limits(fk: ChainFK, pos: torch.Tensor, rot: torch.Tensor, q: t
     damp = torch.eye(6, dtype=dt, device=dev) * DAMPING
     best_score = torch.full((n,), float("inf"), dtype=dt, device=dev)
     best_q, best_p, best_r = x.clone(), best_score.clone(), best_score.clone()
-    active = None  # rows still iterating (None: all); x, w, pos, rot then hold only those rows
+    active = torch.arange(n, device=dev)  # rows still iterating; x, w, pos, rot hold only those rows
     for it in range(iterations + 1):
         p, r, jac = fk.forward_with_jacobian(x)
         pos_err = (pos - p).norm(dim=-1)
@@ -71,20 +71,15 @@ def polish_within_limits(fk: ChainFK, pos: torch.Tensor, rot: torch.Tensor, q: t
         # scaled errors, less where position is (the least-squares optimum then moves toward the minimax one)
         ratio = (rot_err / thresholds[1]) / (pos_err / thresholds[0]).clamp(min=1e-9)
         w = (w * ratio.clamp(0.5, 2.0).sqrt()).clamp(w_lo, w_hi)
-        rows = slice(None) if active is None else active
-        better = score < best_score[rows]
-        best_score[rows] = torch.where(better, score, best_score[rows])
-        if active is None:
-            best_q[better], best_p[better], best_r[better] = x[better], pos_err[better], rot_err[better]
-        else:
-            up = active[better]
-            best_q[up], best_p[up], best_r[up] = x[better], pos_err[better], rot_err[better]
+        better = score < best_score[active]
+        up = active[better]
+        best_score[up], best_q[up], best_p[up], best_r[up] = score[better], x[better], pos_err[better], rot_err[better]
         if it == iterations:
             break
         if rows_per_problem and bool((score <= 1).any()):  # drop the rows of problems now reached
             reached = (best_score <= 1).reshape(-1, rows_per_problem).any(-1).repeat_interleave(rows_per_problem)
-            keep = ~(reached if active is None else reached[active])
-            active = keep.nonzero().squeeze(-1) if active is None else active[keep]
+            keep = ~reached[active]
+            active = active[keep]
             x, w, pos, rot, p, r, jac = x[keep], w[keep], pos[keep], rot[keep], p[keep], r[keep], jac[keep]
             if not active.numel():
                 break

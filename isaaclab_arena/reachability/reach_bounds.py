@@ -35,21 +35,16 @@ class ReachBounds:
 
     @staticmethod
     def of_chain(chain: UrdfChain) -> "ReachBounds":
-        folded, pending = [], np.eye(4)  # fixed transforms before each movable joint (its origin included)
-        for joint in chain.joints:
-            pending = pending @ joint.origin
-            if joint.type in ("revolute", "prismatic", "continuous"):
-                folded.append((pending, np.asarray(joint.axis, dtype=np.float64)))
-                pending = np.eye(4)
+        folded, tail = chain.folded_transforms()
         if not folded or any(j.type == "prismatic" for j in chain.movable):  # no bound for sliding joints
             return ReachBounds(np.zeros(3), math.inf, math.inf, np.zeros(3))
         # joint origins and axes at q = 0 in the base frame, then the TCP
         frame, points, axes = np.eye(4), [], []
-        for transform, axis in folded:
+        for transform, joint in zip(folded, chain.movable):
             frame = frame @ transform
             points.append(frame[:3, 3].copy())
-            axes.append(frame[:3, :3] @ axis)
-        frame = frame @ pending
+            axes.append(frame[:3, :3] @ np.asarray(joint.axis, dtype=np.float64))
+        frame = frame @ tail
         points.append(frame[:3, 3].copy())
         # the centre: the farthest joint origin that no joint moves (every joint before turns about an axis
         # through it: the shoulder of an arm whose first joint is a vertical turn below it)

@@ -62,6 +62,18 @@ class UrdfChain:
     def upper(self) -> np.ndarray:
         return np.array([j.upper for j in self.movable], dtype=np.float64)
 
+    def folded_transforms(self) -> tuple[list[np.ndarray], np.ndarray]:
+        """The fixed transforms folded together, float64 (4, 4): for each movable joint, the one from the previous
+        movable joint's frame (the base for the first) to this joint's frame at q = 0, its own origin included;
+        and the one from the last movable joint's frame to the TCP."""
+        folded, pending = [], np.eye(4)
+        for joint in self.joints:
+            pending = pending @ joint.origin
+            if joint.type in _MOVABLE:
+                folded.append(pending)
+                pending = np.eye(4)
+        return folded, pending
+
 
 def _rpy_matrix(rpy) -> np.ndarray:
     r, p, y = (float(v) for v in rpy)
