@@ -1,11 +1,12 @@
 """Optional cuRobo backend of the ``ik_reachable`` placement check.
 
-Importing this package registers the IK backend ``curobo`` (``isaaclab_arena.reachability.backends``) for
+``extension.CUROBO`` (a ``PlacementExtension`` in the default set of every placer whenever this package imports)
+registers the IK backend ``curobo`` (``isaaclab_arena.reachability.backends``) for
 embodiments that have a cuRobo config (``Embodiment.curobo_config``, e.g. ``franka.yml`` for ``franka_panda``)
 and a URDF. It checks them with cuRobo's batched IK when the placement runs on a CUDA device and cuRobo imports;
 otherwise the backend choice (``backends.ik_backend_for``) checks them with the default newton backend and prints
-one line saying why (``backend.unusable_reason``: no CUDA device, or cuRobo not installed). The check's registry
-(``validation/registry.py::OPTIONAL_VALIDATOR_MODULES``) imports this package.
+one line saying why (``backend.unusable_reason``: no CUDA device, or cuRobo not installed). Importing the package
+registers nothing.
 
 cuRobo is not installable in this project's environment (it needs CUDA and compiles its kernels at install
 time; the kit-less CPU venv has neither), so the adapter (``backend.py``) is written against cuRobo's documented
@@ -24,7 +25,5 @@ from isaaclab_arena_curobo.backend import (
     unusable_reason,
 )
 
-REGISTERED = register_backend()
-
-__all__ = ["BACKEND_NAME", "CuroboIKChecker", "REGISTERED", "curobo_rotation_error_to_rad", "is_curobo_available",
+__all__ = ["BACKEND_NAME", "CuroboIKChecker", "curobo_rotation_error_to_rad", "is_curobo_available",
            "rad_to_curobo_rotation_error", "register_backend", "unusable_reason"]

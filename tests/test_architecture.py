@@ -183,7 +183,8 @@ def test_the_depth_counts_chains_not_mixins():
 #: The public API at the top of ``relations/`` (the paths users import); every other module sits in a stage's
 #: sub-package (docs/ARCHITECTURE.md, "Where things live").
 RELATIONS_PUBLIC = {"relations", "relation_base", "markers", "object_placer", "object_placer_params",
-                    "pooled_object_placer", "relation_solver", "relation_solver_params", "placement_layouts"}
+                    "pooled_object_placer", "relation_solver", "relation_solver_params", "placement_layouts",
+                    "extensions"}
 
 
 def test_relations_holds_only_the_public_modules_and_stage_packages():
@@ -213,3 +214,56 @@ def test_every_moved_module_keeps_its_old_import_path():
 def test_a_name_that_never_existed_is_still_an_import_error():
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("isaaclab_arena.relations.no_such_module")
+
+
+#: The optional backends: they implement ``relations.extensions.PlacementExtension`` and import the core.
+BACKENDS = ("isaaclab_arena.reachability", "isaaclab_arena.debug", "isaaclab_arena_curobo")
+#: The one module that names the default set of backends (the placer imports it for ``extensions=None``).
+COMPOSITION_ROOT = "isaaclab_arena.placement_extensions"
+
+
+def _string_imports(path: str) -> list[int]:
+    """Lines of ``importlib.import_module(...)`` / ``__import__(...)`` calls in a file."""
+    tree = ast.parse(open(path).read(), path)
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if name in ("import_module", "__import__"):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_the_core_loads_no_module_by_name():
+    # the one exception: the old import paths of moved modules (MOVED_MODULES), each resolved to its new path
+    bad = [f"{m}:{line}" for m, path in MODULES.items() if m.startswith(CORE) and m != "isaaclab_arena.relations"
+           for line in _string_imports(path)]
+    assert bad == []
+    assert len(_string_imports(MODULES["isaaclab_arena.relations"])) == 1
+
+
+def test_the_string_import_scan_sees_import_module(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("import importlib\n\ndef f():\n    return importlib.import_module('x')\n")
+    assert _string_imports(str(src)) == [4]
+
+
+def test_the_core_imports_backends_only_through_the_composition_root():
+    """No core module imports a backend; the core's one edge out is the composition root, which imports the
+    backends (and none of them imports it back: no cycles, checked above)."""
+    bad, root_users = [], []
+    for m, path in MODULES.items():
+        if not m.startswith(CORE):
+            continue
+        for name, line in _imports(path, m):
+            if name.startswith(BACKENDS):
+                bad.append(f"{m}:{line} imports {name}")
+            if name == COMPOSITION_ROOT:
+                root_users.append(m)
+    assert bad == []
+    assert root_users == ["isaaclab_arena.relations.object_placer"]
+    graph = _graph()
+    assert not any(d == COMPOSITION_ROOT for b, deps in graph.items() if b.startswith(BACKENDS) for d in deps)
+    assert {d for d in graph[COMPOSITION_ROOT]} >= {"isaaclab_arena.reachability.extension",
+                                                      "isaaclab_arena.debug.extension"}

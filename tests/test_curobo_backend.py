@@ -43,7 +43,7 @@ def standin(tmp_path, monkeypatch):
     robot = make_embodiment("franka_panda")
     curobo_standin.write_bundled_franka(str(tmp_path), robot.reachability_robot.urdf_path)
     module = curobo_standin.install(monkeypatch, str(tmp_path))
-    importlib.reload(isaaclab_arena_curobo)  # registers again: the checker cache starts empty
+    isaaclab_arena_curobo.register_backend()  # what its extension's setup does; the checker cache starts empty
     yield module
     isaaclab_arena_curobo.register_backend()  # drops the checkers built on the stand-in
 
@@ -100,7 +100,7 @@ def test_without_curobo_newton_checks_the_robot_and_one_line_says_why(capsys):
     from isaaclab_arena.reachability.ik_reachability import IKReachabilityChecker
 
     assert importlib.util.find_spec("curobo") is None  # not installable here
-    importlib.reload(isaaclab_arena_curobo)
+    isaaclab_arena_curobo.register_backend()  # what its extension's setup does (importing registers nothing)
     assert not isaaclab_arena_curobo.is_curobo_available()
     robot = make_embodiment("franka_panda")
     assert robot.curobo_config == "franka.yml" and backend_name_for(robot) == "curobo"  # preferred, when it can run

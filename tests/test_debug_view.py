@@ -126,7 +126,8 @@ def test_debug_flags_off_never_import_the_view():
             "print(sorted(m for m in sys.modules if m.startswith(('rerun', 'isaaclab_arena.debug'))))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ARENA_ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    # the default set holds the view's extension (a small module); the view and rerun are never imported
+    assert out.stdout.strip().splitlines()[-1] == "['isaaclab_arena.debug', 'isaaclab_arena.debug.extension']"
 
 
 def _hide_rerun(tmp_path) -> str:
@@ -232,15 +233,10 @@ def test_grasps_follow_the_ik_reachable_verdicts_when_that_check_runs(tmp_path):
     from typing import ClassVar
 
     from isaaclab_arena.debug.rrd_contents import read_rrd
+    from isaaclab_arena.debug.extension import DEBUG_VIEW
+    from isaaclab_arena.relations.extensions import PlacementExtension
     from isaaclab_arena.relations.validation.pre_physics import PrePhysicsPlacementValidator
-    from isaaclab_arena.relations.validation.registry import (
-        register_validator,
-        registered_validators,
-        unregister_validator,
-    )
     from isaaclab_arena.relations.validation.types import ValidationCost
-
-    before = registered_validators().get("ik_reachable")
 
     class FakeReach(PrePhysicsPlacementValidator):  # stands in for the real check: reachable when x < 0
         check = "ik_reachable"
@@ -250,27 +246,23 @@ def test_grasps_follow_the_ik_reachable_verdicts_when_that_check_runs(tmp_path):
             k = batch.object_names.index("mug")
             return batch.positions[:, k, 0] < 0.0
 
-    register_validator(FakeReach)
-    try:
-        t = table()
-        mug = on_table(t, "mug", (0.08, 0.08, 0.1))
-        mug.add_relation(RequiresReachability())
-        path = str(tmp_path / "reach.rrd")
-        pl = ObjectPlacer(ObjectPlacerParams(placement_seed=5, debug_visualize_output_path=path,
-                                             required_checks=None, solver_params=solver()))
-        vb = pl.place_batch([t, mug], [0] * 8, list(range(8)), num_envs=1)
-        rrd = read_rrd(path)
-        g = rrd["/placement/batch_000/grasps"].components
-        pos = np.array(g["Points3D:positions"])[:, 0]
-        np.testing.assert_allclose(pos[:, 2], 0.75 + 0.01 + 0.1 + 0.02, atol=1e-5)  # top of the mug + offset
-        want = [int.from_bytes(bytes((40, 190, 90, 255) if ok else (230, 40, 40, 255)), "big")
-                for ok in (vb.positions[:, 0, 0] < 0).tolist()]
-        assert [row[0] for row in g["Points3D:colors"]] == want
-        assert 0 < sum(vb.check_results["ik_reachable"].tolist()) < 8  # both colours appear
-    finally:
-        unregister_validator("ik_reachable")
-        if before is not None:
-            register_validator(before)
+    t = table()
+    mug = on_table(t, "mug", (0.08, 0.08, 0.1))
+    mug.add_relation(RequiresReachability())
+    path = str(tmp_path / "reach.rrd")
+    # the placer's extensions, chosen here: the debug view and the stand-in check (no registry involved)
+    pl = ObjectPlacer(ObjectPlacerParams(placement_seed=5, debug_visualize_output_path=path,
+                                         required_checks=None, solver_params=solver()),
+                      extensions=[DEBUG_VIEW, PlacementExtension("fake_reach", validators=(FakeReach,))])
+    vb = pl.place_batch([t, mug], [0] * 8, list(range(8)), num_envs=1)
+    rrd = read_rrd(path)
+    g = rrd["/placement/batch_000/grasps"].components
+    pos = np.array(g["Points3D:positions"])[:, 0]
+    np.testing.assert_allclose(pos[:, 2], 0.75 + 0.01 + 0.1 + 0.02, atol=1e-5)  # top of the mug + offset
+    want = [int.from_bytes(bytes((40, 190, 90, 255) if ok else (230, 40, 40, 255)), "big")
+            for ok in (vb.positions[:, 0, 0] < 0).tolist()]
+    assert [row[0] for row in g["Points3D:colors"]] == want
+    assert 0 < sum(vb.check_results["ik_reachable"].tolist()) < 8  # both colours appear
 
 
 @needs_rerun

@@ -47,10 +47,13 @@ def max_height_validator():
 
 
 def test_builtin_checks_registered_and_ik_applies_only_with_an_embodiment():
-    names = set(builtin_checks()) | set(registered_validators())
+    from isaaclab_arena.relations.extensions import extension_validators
+
+    placer = ObjectPlacer(ObjectPlacerParams())
+    names = set(builtin_checks()) | set(registered_validators()) | set(extension_validators(placer.extensions))
     assert all(c in names for c in BUILTIN) and builtin_checks() == tuple(BUILTIN)
-    assert PlacementCheck.IK_REACHABLE.value in names  # registered (newton IK); used with an embodiment only
-    assert PlacementCheck.IK_REACHABLE.value not in ObjectPlacer(ObjectPlacerParams()).runner.checks
+    assert PlacementCheck.IK_REACHABLE.value in names  # the default set's (newton IK); used with an embodiment only
+    assert PlacementCheck.IK_REACHABLE.value not in placer.runner.checks
     assert [c.value for c in PlacementCheck][:len(BUILTIN)] == BUILTIN
 
 

@@ -1,7 +1,8 @@
 """The placement debug view: every candidate batch the placer solves, logged to Rerun.
 
 ``ObjectPlacer`` opens it when ``ObjectPlacerParams.debug_visualize`` or ``debug_visualize_output_path`` is
-set (looked up by module name, so the core never imports rerun); with neither set nothing here runs.
+set and the placer was built with ``debug/extension.py::DEBUG_VIEW`` (in the default set; the core never imports
+rerun); with neither set nothing here runs.
 Where it goes: ``debug_visualize_output_path`` -> that ``.rrd`` file; else a display (``DISPLAY`` /
 ``WAYLAND_DISPLAY``) -> the Rerun viewer opens; else ``placement_debug.rrd`` in the working directory.
 

@@ -88,6 +88,9 @@ class ArenaEnvBuilderCfg:
             ``record_placement_layouts.py --distributed``): env ``i`` is global env ``global_env_ids[i]`` of
             ``global_num_envs``; placement layouts and object-set members are those of that global env in a
             single-process build (``PooledObjectPlacer``). None: env ``i`` is env ``i``.
+        placement_extensions: The placer's optional backends (``relations.extensions.PlacementExtension``: the
+            ``ik_reachable`` check, the cuRobo IK backend, the debug view); None: the default set
+            (``isaaclab_arena.placement_extensions.default_extensions()``).
     """
 
     num_envs: int | None = None
@@ -110,6 +113,7 @@ class ArenaEnvBuilderCfg:
     enhanced_determinism: bool = False
     global_env_ids: tuple[int, ...] | None = None
     global_num_envs: int | None = None
+    placement_extensions: tuple | None = None
 
     def __post_init__(self):
         if self.num_envs is not None and (isinstance(self.num_envs, bool) or not isinstance(self.num_envs, int)
@@ -322,7 +326,8 @@ class ArenaEnvBuilder:
                                                  num_envs=self.cfg.num_envs, device=self.cfg.device,
                                                  output_dir=self.cfg.output_dir,
                                                  global_env_ids=self.cfg.global_env_ids,
-                                                 global_num_envs=self.cfg.global_num_envs)
+                                                 global_num_envs=self.cfg.global_num_envs,
+                                                 extensions=self.cfg.placement_extensions)
                 # the placer's seed (drawn at construction when placement_seed is None) picks the members
                 self._assign_members(self.placer.placement_seed)
                 self.placer.member_indices = dict(self.member_indices)

@@ -10,7 +10,8 @@ backend is chosen by ``backends.ik_backend_for`` (batched ``newton.ik`` by defau
 
 The check applies only when ``reachability_config.embodiment`` holds an embodiment with a kinematic model
 (``ArenaEnvBuilder`` puts the env's embodiment there); a scene without ``RequiresReachability`` objects passes
-it trivially. Registered on import (``validation/registry.py::OPTIONAL_VALIDATOR_MODULES`` lists this module).
+it trivially. Not registered by import: ``reachability/extension.py::REACHABILITY`` hands it to the placers a caller
+builds with it (the default set has it).
 Positions env-local metres, rotations xyzw.
 """
 
@@ -22,7 +23,6 @@ import torch
 
 from isaaclab_arena.reachability.backends import has_kinematic_model, ik_backend_for
 from isaaclab_arena.relations.validation.pre_physics import PrePhysicsPlacementValidator
-from isaaclab_arena.relations.validation.registry import register_validator
 from isaaclab_arena.relations.validation.types import CheckOutcome, PlacementCheck, ValidationCost
 
 CHECK = PlacementCheck.IK_REACHABLE.value
@@ -73,7 +73,6 @@ def object_reachability(placer_params, problem, positions: torch.Tensor, rotatio
     return names, result.reachable.to(positions.device), result
 
 
-@register_validator
 class IKReachableValidator(PrePhysicsPlacementValidator):
     """``ik_reachable``: every ``RequiresReachability`` object of a candidate is reachable by a top-down grasp
     from the robot base pose of that candidate (see the module docstring)."""

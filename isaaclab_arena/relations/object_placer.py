@@ -9,13 +9,18 @@ change it. Positions are env-local metres, rotations xyzw.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import logging
 from dataclasses import dataclass, field
 
 import torch
 
 from isaaclab_arena.relations.compiler.compile_problem import compile_placement_problem, placement_signature
+from isaaclab_arena.relations.extensions import (
+    PlacementExtension,
+    checked_extensions,
+    extension_validators,
+    view_opener,
+)
 from isaaclab_arena.relations.solving.evaluation import evaluate_poses
 from isaaclab_arena.relations.kinds.not_next_to import keep_out_notices
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
@@ -37,8 +42,6 @@ from isaaclab_arena.utils.pose import Pose
 
 logger = logging.getLogger(__name__)
 
-#: The debug view (Rerun), looked up by name only when a debug field is set: the core never imports rerun.
-DEBUG_VIEW_MODULE = "isaaclab_arena.debug.placement_view"
 #: The check that RequiresReachability objects need.
 REACHABILITY_CHECK = PlacementCheck.IK_REACHABLE.value
 
@@ -77,15 +80,35 @@ class ObjectPlacer:
     Args:
         params: Placer settings; ``placement_seed=None`` draws one seed from torch's RNG at construction
             (``self.placement_seed``), so the layouts of one placer stay consistent.
+        extensions: The optional backends this placer uses (``PlacementExtension``: extra checks, the debug
+            view); None: the default set, ``isaaclab_arena.placement_extensions.default_extensions()`` (the
+            ``ik_reachable`` check, the cuRobo IK backend where it imports, the Rerun debug view); ``[]``: none.
     """
 
-    def __init__(self, params: ObjectPlacerParams | None = None):
+    def __init__(self, params: ObjectPlacerParams | None = None,
+                 extensions: list[PlacementExtension] | tuple[PlacementExtension, ...] | None = None):
         self.params = params or ObjectPlacerParams()
+        #: The extensions this placer was built with (a tuple; the default set when none were given).
+        if extensions is None:
+            # the composition root of the default set (a plain import: it imports the backends, none imports it)
+            from isaaclab_arena.placement_extensions import default_extensions
+
+            extensions = default_extensions()
+        self.extensions = checked_extensions(extensions)
+        for ext in self.extensions:
+            if ext.setup is not None:
+                ext.setup()
         solver_params = self.params.solver_params
         #: The debug view (None unless a debug field is set); it logs every batch ``place_problem`` validates.
         self.debug_view = None
         if self.params.debug_visualize or self.params.debug_visualize_output_path:
-            self.debug_view = importlib.import_module(DEBUG_VIEW_MODULE).open_view(self.params)
+            open_view = view_opener(self.extensions)
+            if open_view is None:
+                raise PlacementConfigError(
+                    "ObjectPlacerParams.debug_visualize / debug_visualize_output_path is set, but none of this "
+                    f"placer's extensions {[e.name for e in self.extensions]} opens a debug view; pass one that does "
+                    "(isaaclab_arena.debug.extension.DEBUG_VIEW) or leave extensions=None for the default set")
+            self.debug_view = open_view(self.params)
             # the view plots the loss per iteration from the snapshots (the flag does not change the solve)
             solver_params = dataclasses.replace(solver_params, save_position_history=True)
         seed = self.params.placement_seed
@@ -97,9 +120,10 @@ class ObjectPlacer:
 
     @property
     def runner(self) -> PlacementValidationRunner:
-        """Validators chosen once from the registry and enabled/required checks."""
+        """Validators chosen once from the built-in checks, the extensions' and registered validators, and the
+        enabled/required checks."""
         if self._runner is None:
-            self._runner = PlacementValidationRunner.from_params(self.params)
+            self._runner = PlacementValidationRunner.from_params(self.params, extension_validators(self.extensions))
         return self._runner
 
     def compile(self, assets, num_envs: int, device: str = "cpu") -> PlacementProblem:
@@ -141,10 +165,16 @@ class ObjectPlacer:
             return
         if REACHABILITY_CHECK not in self.runner.checks:
             robot = self.params.reachability_config.embodiment
-            why = ("no robot is given: pass the environment's embodiment among the placer's assets "
-                   "(IsaacLabArenaEnvironment.get_placement_assets() holds it) or in "
-                   "ObjectPlacerParams.reachability_config.embodiment" if robot is None else
-                   f"embodiment '{robot.name}' has no kinematic model to check it with")
+            if REACHABILITY_CHECK not in extension_validators(self.extensions):
+                why = (f"none of this placer's extensions {[e.name for e in self.extensions]} provides it: pass "
+                       "isaaclab_arena.reachability.extension.REACHABILITY among ObjectPlacer's extensions (or leave "
+                       "extensions=None for the default set)")
+            elif robot is None:
+                why = ("no robot is given: pass the environment's embodiment among the placer's assets "
+                       "(IsaacLabArenaEnvironment.get_placement_assets() holds it) or in "
+                       "ObjectPlacerParams.reachability_config.embodiment")
+            else:
+                why = f"embodiment '{robot.name}' has no kinematic model to check it with"
             raise PlacementConfigError(f"objects {list(problem.reachability_targets)} require reachability "
                                        f"(RequiresReachability), but {REACHABILITY_CHECK} cannot run: {why}; or leave "
                                        f"{REACHABILITY_CHECK} out of ObjectPlacerParams.enabled_checks")

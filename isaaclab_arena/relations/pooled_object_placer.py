@@ -65,11 +65,13 @@ class PooledObjectPlacer:
             envs: candidates are solved with the global env ids and the global env count, and object-set
             members are chosen per global env. None (the default): partition ``i`` is env ``i``.
         global_num_envs: The job's env count (required with ``global_env_ids``).
+        extensions: The default placer's optional backends (``ObjectPlacer(params, extensions)``; None: the
+            default set); not used with ``placer``.
     """
 
     def __init__(self, assets, params: ObjectPlacerParams | None = None, num_envs: int = 1, device: str = "cpu",
                  output_dir: str | None = None, member_indices: dict | None = None, placer=None,
-                 global_env_ids=None, global_num_envs: int | None = None):
+                 global_env_ids=None, global_num_envs: int | None = None, extensions=None):
         self.assets = list(assets)
         self.params = params or ObjectPlacerParams()
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
@@ -81,7 +83,10 @@ class PooledObjectPlacer:
         if placer is None:
             from isaaclab_arena.relations.object_placer import ObjectPlacer
 
-            placer = ObjectPlacer(self.params)
+            placer = ObjectPlacer(self.params, extensions)
+        elif extensions is not None:
+            raise ValueError("PooledObjectPlacer: pass extensions to the placer you give (ObjectPlacer(params, "
+                             "extensions)), not beside it")
         self.placer = placer
         self.diagnostics = PlacementDiagnostics(output_dir, verbose=True)
         self.layouts_per_env = self.params.min_unique_layouts_per_env

@@ -2,22 +2,18 @@
 
 Built-in pre-physics checks (``no_overlap`` and each relation kind's check) are computed by the solve
 stage's evaluation (``kinds.CHECK_SLOTS``); ``@register_validator`` adds a validator class (pre- or
-post-physics) under its ``check`` name. Optional validators (``ik_reachable``: batched IK with newton, and a
-cuRobo backend for it when cuRobo imports) register when their module imports and finds its dependencies.
+post-physics) under its ``check`` name (a user's custom validator, registered when its module is imported).
+Optional backends (``ik_reachable``: batched IK with newton; the cuRobo IK backend) are not registered here: they
+are ``PlacementExtension`` values (``relations/extensions.py``) that the caller hands to the placer.
 """
 
 from __future__ import annotations
-
-import importlib
 
 from isaaclab_arena.relations.kinds import CHECK_SLOTS
 from isaaclab_arena.relations.validation.types import ValidationStage
 from isaaclab_arena.relations.validation.validator import PlacementValidator
 
 _REGISTRY: dict[str, type[PlacementValidator]] = {}
-#: Modules that register optional validators when imported (each decides whether its dependencies exist).
-OPTIONAL_VALIDATOR_MODULES = ("isaaclab_arena.reachability.ik_validator", "isaaclab_arena_curobo")
-_loaded = False
 
 
 def register_validator(cls):
@@ -45,24 +41,10 @@ def unregister_validator(check: str) -> None:
 
 
 def registered_validators(stage: ValidationStage | None = None) -> dict[str, type[PlacementValidator]]:
-    """Check name -> registered validator class (optional ones only once their extension registered them),
-    of one stage or all."""
-    _load_optional()
+    """Check name -> validator class registered with ``@register_validator``, of one stage or all."""
     return {k: v for k, v in _REGISTRY.items() if stage is None or v.stage == stage}
 
 
 def builtin_checks() -> tuple[str, ...]:
     """The built-in pre-physics checks, in verdict-slot order."""
     return CHECK_SLOTS
-
-
-def _load_optional() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for module in OPTIONAL_VALIDATOR_MODULES:
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            pass

@@ -20,8 +20,8 @@ from isaaclab_arena.relations.validation.registry import registered_validators
 from isaaclab_arena.relations.validation.results import PlacementValidationResults
 from isaaclab_arena.relations.validation.types import CheckOutcome, PlacementCheck, ValidationCost, ValidationStage
 
-#: Checks that may be named in enabled/required_checks although no validator is registered for them here
-#: (their validator registers only when an optional dependency is installed).
+#: Checks that may be named in enabled/required_checks although no validator of the placer provides them here
+#: (their validator comes with an optional extension and applies only with what it needs).
 OPTIONAL_CHECKS = {PlacementCheck.IK_REACHABLE.value: "no reachability validator applies (it needs an embodiment "
                                                       "with a kinematic model in reachability_config.embodiment)"}
 
@@ -77,11 +77,13 @@ class PlacementValidationRunner:
         self._opt_mask = sum(1 << CHECK_SLOTS.index(c) for c in self.builtin if c not in req)
 
     @classmethod
-    def from_params(cls, placer_params) -> "PlacementValidationRunner":
-        """Every built-in and registered, available pre-physics check, filtered by ``enabled_checks``;
-        ``required_checks`` (None: all enabled). Unknown names raise ``ValueError`` listing the checks."""
-        registry = {k: v for k, v in registered_validators(ValidationStage.PRE_PHYSICS).items()
-                    if v.is_available() and v.applies_to(placer_params)}
+    def from_params(cls, placer_params, extra_validators: dict | None = None) -> "PlacementValidationRunner":
+        """Every built-in check, every pre-physics validator of ``extra_validators`` (check name -> class: what
+        the placer's extensions add) and of the registry (``@register_validator``) that is available and applies,
+        filtered by ``enabled_checks``; ``required_checks`` (None: all enabled). Unknown names raise
+        ``ValueError`` listing the checks."""
+        candidates = {**registered_validators(ValidationStage.PRE_PHYSICS), **(extra_validators or {})}
+        registry = {k: v for k, v in candidates.items() if v.is_available() and v.applies_to(placer_params)}
         known = list(CHECK_SLOTS) + list(registry)
         enabled = placer_params.enabled_checks
         required = placer_params.required_checks
