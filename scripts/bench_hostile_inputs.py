@@ -326,7 +326,7 @@ def floor_destination():
 
 def replay(position: str):
     def case():
-        from isaaclab_arena.relations.placement_layouts import PlacementLayouts
+        from isaaclab_arena.offline_placement.placement_layouts import PlacementLayouts
 
         path = write(tmp_dir(), "layouts.jsonl", layout_line(position))
         return attempt(lambda: f"{PlacementLayouts.from_episode_jsonl(path).num_layouts} layout(s) loaded")

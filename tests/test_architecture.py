@@ -183,8 +183,7 @@ def test_the_depth_counts_chains_not_mixins():
 #: The public API at the top of ``relations/`` (the paths users import); every other module sits in a stage's
 #: sub-package (docs/ARCHITECTURE.md, "Where things live").
 RELATIONS_PUBLIC = {"relations", "relation_base", "markers", "object_placer", "object_placer_params",
-                    "pooled_object_placer", "relation_solver", "relation_solver_params", "placement_layouts",
-                    "extensions"}
+                    "pooled_object_placer", "relation_solver", "relation_solver_params", "extensions"}
 
 
 def test_relations_holds_only_the_public_modules_and_stage_packages():
@@ -192,16 +191,16 @@ def test_relations_holds_only_the_public_modules_and_stage_packages():
     loose = {f[:-3] for f in os.listdir(top) if f.endswith(".py") and f != "__init__.py"}
     assert loose == RELATIONS_PUBLIC
     packages = {d for d in os.listdir(top) if os.path.isfile(os.path.join(top, d, "__init__.py"))}
-    assert packages == {"kinds", "compiler", "kernels", "solving", "validation", "diagnostics", "layouts", "mesh",
+    assert packages == {"kinds", "compiler", "kernels", "solving", "validation", "diagnostics", "mesh",
                         "optimization"}
 
 
 def test_every_moved_module_keeps_its_old_import_path():
     import warnings
 
-    from isaaclab_arena.relations import MOVED_MODULES
+    from isaaclab_arena.relations import MOVED_MODULES, SEED_PATHS
 
-    assert len(MOVED_MODULES) == 23
+    assert len(MOVED_MODULES) == 27
     for old, new in MOVED_MODULES.items():
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -209,6 +208,35 @@ def test_every_moved_module_keeps_its_old_import_path():
         assert module is importlib.import_module(new), old
         # the first import of the old path warns with the new path (a later one is served from sys.modules)
         assert all(new in str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)), old
+        if old in SEED_PATHS:
+            assert not [w for w in caught if issubclass(w.category, DeprecationWarning)], old
+
+
+@pytest.mark.slow
+def test_record_and_replay_live_in_one_package():
+    """The file format, its values, the replay queue and the recorder: ``offline_placement``; the seed's path
+    ``relations.placement_layouts`` is the same module, imported without a warning, in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    for name in ("placement_layouts", "layout_values", "placement_replay", "recording", "recording_output"):
+        assert f"isaaclab_arena.offline_placement.{name}" in MODULES, name
+    # the placement core neither reads nor writes layout files
+    assert not [f"{m} imports {n}" for m, path in MODULES.items() if m.startswith(CORE)
+                for n, _ in _imports(path, m) if n.startswith("isaaclab_arena.offline_placement")]
+    code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
+            "from isaaclab_arena.relations.placement_layouts import PlacementLayouts\n"
+            "import isaaclab_arena.relations.layouts.placement_replay as old\n"
+            "import isaaclab_arena.offline_placement.placement_replay as new\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ARENA_ROOT, capture_output=True, text=True, timeout=120)
+    assert "DeprecationWarning: isaaclab_arena.relations.layouts moved to isaaclab_arena.offline_placement" in out.stderr
+    code = code.replace("warnings.simplefilter('error', DeprecationWarning)", "warnings.simplefilter('ignore')")
+    code += ("import isaaclab_arena.offline_placement.placement_layouts as fmt, sys\n"
+             "assert old is new and PlacementLayouts is fmt.PlacementLayouts\n"
+             "assert sys.modules['isaaclab_arena.relations.placement_layouts'] is fmt\n"
+             "print('same')\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ARENA_ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "same", out.stderr[-2000:]
 
 
 def test_a_name_that_never_existed_is_still_an_import_error():

@@ -12,7 +12,7 @@ from isaaclab_arena.assets.asset import Background, Object
 from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
 from isaaclab_arena.assets.object_set import RigidObjectSet
 from isaaclab_arena.relations.placement_layouts import PlacementLayouts, PlacementLayoutsError
-from isaaclab_arena.relations.layouts.placement_replay import (
+from isaaclab_arena.offline_placement.placement_replay import (
     PlacementReplayQueue,
     ReplayConfigError,
     check_replay_configuration,

@@ -16,7 +16,7 @@ import torch
 
 from isaaclab_arena import ARENA_ROOT
 from isaaclab_arena.relations.placement_layouts import PlacementLayouts, PlacementLayoutsError
-from isaaclab_arena.relations.layouts.placement_replay import ReplayConfigError
+from isaaclab_arena.offline_placement.placement_replay import ReplayConfigError
 
 TABLE_SCENE = os.path.join(ARENA_ROOT, "isaaclab_arena_environments", "tabletop", "mug_bowl_table.yaml")
 with open(TABLE_SCENE) as _fh:

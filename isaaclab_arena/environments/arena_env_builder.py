@@ -289,14 +289,14 @@ class ArenaEnvBuilder:
     def _replay_layouts(self):
         """The recorded layouts to replay (validated), or None when placement is solved."""
         if self.episode_layouts is not None:  # the evaluation's own table: coverage checked, seeds allowed
-            from isaaclab_arena.relations.layouts.placement_replay import check_replay_configuration
+            from isaaclab_arena.offline_placement.placement_replay import check_replay_configuration
 
             return check_replay_configuration(self.episode_layouts, assets=self.arena_env.assets,
                                               embodiment=self.arena_env.embodiment)
         layouts, path = self.arena_env.placement_layouts, self.cfg.placement_layouts_path
         if layouts is None and path is None:
             return None
-        from isaaclab_arena.relations.layouts.placement_replay import check_replay_configuration
+        from isaaclab_arena.offline_placement.placement_replay import check_replay_configuration
 
         env_params = self.arena_env.placer_params
         return check_replay_configuration(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from isaaclab_arena.relations.placement_layouts import PlacementLayouts
-from isaaclab_arena.relations.layouts.placement_replay import PlacementReplayQueue
+from isaaclab_arena.offline_placement.placement_layouts import PlacementLayouts
+from isaaclab_arena.offline_placement.placement_replay import PlacementReplayQueue
 
 
 class ReplayPoseSource:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from isaaclab_arena.relations.placement_layouts import PlacementLayouts
+from isaaclab_arena.offline_placement.placement_layouts import PlacementLayouts
 
 
 @dataclass

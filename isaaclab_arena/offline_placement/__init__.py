@@ -1,6 +1,10 @@
-"""Offline placement: settle solved layouts with physics, check them after physics, record them.
+"""Record and replay: settle solved layouts with physics, check them after physics, record them to a layouts
+file, read the file back and replay it.
 
-Modules: ``settled_batch`` (measured state after settling), ``post_physics_validation`` (checks on it),
+The file and replay: ``placement_layouts`` (the recorded-layouts JSONL format, ``PlacementLayouts``; also
+importable as ``isaaclab_arena.relations.placement_layouts``, the path the user documents name),
+``layout_values`` (checks of the numbers in a file), ``placement_replay`` (the replay queue and settings).
+Recording: ``settled_batch`` (measured state after settling), ``post_physics_validation`` (checks on it),
 ``recording_config`` (the recorder's Hydra configuration), ``rejection_summary`` (console summary),
 ``scene_capture`` (reads root / link state out of a running scene), ``recording_scene`` (the scene facts a
 recording needs: pool, roots, clutter and supports), ``recording`` (the recorder's batches: reset, settle,

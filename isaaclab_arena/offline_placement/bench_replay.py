@@ -28,8 +28,8 @@ import time
 
 import torch
 
-from isaaclab_arena.relations.placement_layouts import PlacementLayouts
-from isaaclab_arena.relations.layouts.placement_replay import PlacementReplayQueue, replay_root_poses, zero_root_velocities
+from isaaclab_arena.offline_placement.placement_layouts import PlacementLayouts
+from isaaclab_arena.offline_placement.placement_replay import PlacementReplayQueue, replay_root_poses, zero_root_velocities
 
 
 def _layouts(num_layouts: int) -> PlacementLayouts:

@@ -47,7 +47,7 @@ from isaaclab_arena.offline_placement.recording_config import (
 from isaaclab_arena.offline_placement.recording_scene import RecordingScene
 from isaaclab_arena.offline_placement.rejection_summary import RejectionSummary
 from isaaclab_arena.offline_placement.scene_capture import capture_link_poses, capture_root_poses, capture_settled_batch
-from isaaclab_arena.relations.placement_layouts import PlacementLayouts, validation_block
+from isaaclab_arena.offline_placement.placement_layouts import PlacementLayouts, validation_block
 from isaaclab_arena.utils.interrupts import raise_if_interrupted
 
 #: Pre-physics checks every ClutterOn release must pass, added to the required set of clutter scenes.

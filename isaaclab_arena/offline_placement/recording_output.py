@@ -42,7 +42,7 @@ from isaaclab_arena.offline_placement.recording_config import (
     spec_settings_line,
 )
 from isaaclab_arena.offline_placement.recording_scene import clutter_support_bounds
-from isaaclab_arena.relations.placement_layouts import PlacementLayouts
+from isaaclab_arena.offline_placement.placement_layouts import PlacementLayouts
 from isaaclab_arena.utils.atomic_files import commit, fsync_dir, temp_beside
 from isaaclab_arena.utils.interrupts import StopRequested, deferred_stops, stop_status
 from isaaclab_arena.utils.progress import advance_to, close_bar, paused, progress_bar

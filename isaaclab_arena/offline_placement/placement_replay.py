@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import torch
 
-from isaaclab_arena.relations.placement_layouts import PlacementLayouts
+from isaaclab_arena.offline_placement.placement_layouts import PlacementLayouts
 
 
 class PlacementReplayQueue:

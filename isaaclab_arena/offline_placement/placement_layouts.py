@@ -43,8 +43,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 
-from isaaclab_arena.relations.layouts.layout_values import REPLAY_MIN_Z_M, REPLAY_POSITION_BOUND_M  # noqa: F401 (API)
-from isaaclab_arena.relations.layouts.layout_values import (  # noqa: F401 (validation_block: public API here)
+from isaaclab_arena.offline_placement.layout_values import REPLAY_MIN_Z_M, REPLAY_POSITION_BOUND_M  # noqa: F401 (API)
+from isaaclab_arena.offline_placement.layout_values import (  # noqa: F401 (validation_block: public API here)
     PROPERTIES_VARIATION_KEY,
     PROPERTY_FIELDS,
     WrittenFloat,
