@@ -1,4 +1,5 @@
-"""Every relation class of the relations reference: parameters, defaults, YAML kinds, enums, range checks."""
+"""Every relation class of the relations reference: positional calls in the reference's parameter order, defaults and
+the layouts they place (re-checked in float64 numpy), YAML kinds, enums, range checks."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from isaaclab_arena.relations.relations import (
 
 REQUIRED = inspect.Parameter.empty
 
-#: Constructor parameters in order, with defaults, as the relation classes' public signatures promise them.
+#: Constructor parameters in the reference's order, with defaults (the data the tests below call and place with).
 #: NextTo's side defaults to +X: with no other arguments, NextTo(parent) places the subject on the parent's
 #: positive X side at a distance of 0.05 m.
 SIGNATURES = {
@@ -75,16 +76,36 @@ def mug():
     return build_registered_asset("box", "mug", {"size": [0.08, 0.08, 0.1]})
 
 
-def _signature(cls):
-    if cls.__init__ is object.__init__:
-        return []
-    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    return [(p.name, p.default) for p in params]
+#: A value for each parameter other than its default, to call the classes positionally.
+OTHER_VALUES = {"relation_loss_weight": 2.5, "clearance_m": 0.02, "edge_margin_m": 0.07, "overlap": True,
+                "axis": "y", "offset_m": 0.1, "tolerance_m": 0.03, "x": 0.1, "y": -0.2, "z": 0.9, "spread": 0.3,
+                "gap_m": 0.04, "random_yaw": False, "side": Side.NEGATIVE_Y, "distance_m": 0.08,
+                "cross_position_ratio": 0.5, "x_limits": (-0.3, 0.3), "y_limits": (-0.2, 0.2),
+                "z_limits": (0.0, 2.0), "center_x": 0.5, "center_y": -0.5, "radius_min": 0.1, "radius_max": 0.4,
+                "roll_rad": 0.1, "pitch_rad": 0.2, "yaw_rad": 0.3}
+
+
+def _plain(value):
+    """An enum as its value, a list as a tuple (how a relation may store what it was given)."""
+    value = getattr(value, "value", value)
+    return tuple(value) if isinstance(value, list) else value
 
 
 @pytest.mark.parametrize("cls", list(SIGNATURES), ids=lambda c: c.__name__)
-def test_signature_matches_reference(cls):
-    assert _signature(cls) == SIGNATURES[cls]
+def test_positional_calls_follow_the_reference_order(cls, table):
+    """A user calling ``On(table, 2.5, 0.02, 0.07, True)`` gets what the reference's parameter order promises:
+    every argument given positionally, in that order, lands in the attribute of its name."""
+    names = [n for n, _ in SIGNATURES[cls]]
+    values = [table if n == "parent" else OTHER_VALUES[n] for n in names]
+    relation = cls(*values)
+    for name, value in zip(names, values):
+        got = getattr(relation, name)
+        if name == "parent":
+            assert got is value
+        else:
+            assert _plain(got) == _plain(value), f"{cls.__name__}: {name} = {got!r}, expected {value!r}"
+    with pytest.raises(TypeError):
+        cls(*values, 1.0)  # no parameter beyond the reference's
 
 
 @pytest.mark.parametrize("cls", list(SIGNATURES), ids=lambda c: c.__name__)
@@ -246,3 +267,63 @@ def test_relation_to_itself_is_rejected(mug):
     with pytest.raises(ValueError, match="asset 'mug': On refers to the asset itself"):
         mug.add_relation(On(mug))
     assert mug.get_relations() == []
+
+
+def _placed(relations_of_mug, parent_pose=None, n_envs: int = 16):
+    """(mug origins (E, 3), parent origins (E, 3)) float64, env-local metres: a 0.08 x 0.08 x 0.1 mug with
+    ``relations_of_mug(table, parent)`` beside a 0.1 x 0.1 x 0.1 parent box On a 1.2 x 0.8 table (top at 0.75 m)."""
+    import numpy as np
+
+    from isaaclab_arena.benchmarks.scenes import cuboid, table as make_table
+    from isaaclab_arena.relations.object_placer import ObjectPlacer
+    from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+    from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
+
+    t = make_table()
+    parent = cuboid("parent", (0.1, 0.1, 0.1))
+    parent.add_relation(On(t))
+    mug = cuboid("mug", (0.08, 0.08, 0.1))
+    for rel in relations_of_mug(t, parent):
+        mug.add_relation(rel)
+    placer = ObjectPlacer(ObjectPlacerParams(placement_seed=11, solver_params=RelationSolverParams(verbose=False)),
+                          extensions=[])
+    results = placer.place([t, parent, mug], num_envs=n_envs)
+    assert all(r.success for r in results), [r.explanation for r in results if not r.success][:2]
+    mugs = np.array([r.positions["mug"] for r in results], dtype=np.float64)
+    parents = np.array([r.positions["parent"] for r in results], dtype=np.float64)
+    return mugs, parents
+
+
+def test_on_defaults_rest_1_cm_above_inside_a_5_cm_margin():
+    import numpy as np
+
+    mug, _ = _placed(lambda t, p: [On(t)])
+    np.testing.assert_allclose(mug[:, 2] - 0.05, 0.75 + 0.01, atol=2e-3)  # bottom at top + clearance_m 0.01
+    assert (np.abs(mug[:, 0]) + 0.04 <= 0.6 - 0.05 + 1e-4).all()  # footprint inside the top less edge_margin_m
+    assert (np.abs(mug[:, 1]) + 0.04 <= 0.4 - 0.05 + 1e-4).all()
+    assert np.ptp(mug[:, 0]) > 0.3  # spread over the table, not piled at one spot
+
+
+def test_next_to_defaults_put_the_subject_5_cm_on_the_parents_positive_x_side():
+    import numpy as np
+
+    mug, parent = _placed(lambda t, p: [On(t), NextTo(p)])
+    gap = (mug[:, 0] - 0.04) - (parent[:, 0] + 0.05)  # mug's -X face to the parent's +X face
+    assert (np.abs(gap - 0.05) <= 0.01 + 1e-4).all(), gap  # distance_m 0.05, tolerance_m 0.01
+
+
+def test_align_with_defaults_keep_the_axis_within_2_cm():
+    import numpy as np
+
+    mug, parent = _placed(lambda t, p: [On(t), AlignWith(p, "y")])
+    assert (np.abs(mug[:, 1] - parent[:, 1]) <= 0.02 + 1e-4).all()  # offset_m 0, tolerance_m 0.02
+    assert np.abs(mug[:, 0] - parent[:, 0]).max() > 0.1  # the other axis stays free
+
+
+def test_at_position_leaves_unset_axes_to_the_other_relations():
+    import numpy as np
+
+    mug, _ = _placed(lambda t, p: [On(t), AtPosition(x=0.3)])
+    np.testing.assert_allclose(mug[:, 0], 0.3, atol=1e-3)
+    assert np.ptp(mug[:, 1]) > 0.1  # y unset: drawn over the table
+    np.testing.assert_allclose(mug[:, 2], 0.75 + 0.01 + 0.05, atol=2e-3)  # z unset: On decides
