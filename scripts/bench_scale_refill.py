@@ -1,9 +1,12 @@
-"""Two figures of ``bench_placement.py`` beyond the per-scene rates (issue 21):
+"""Figures of ``bench_placement.py`` beyond the per-scene rates (issue 21):
 
   bench scene=many_boxes stage=compile objects=1000 pairs=... compile_s=... compile_peak_mb=...
       compiling a scene of ``objects`` boxes (6 x 6 x 5 cm, On one table sized for 12 % footprint density): the
       one-time cost of ``ObjectPlacer.compile`` (checks, tables, pair geometry, feasibility), median of runs, and
       the peak traced Python memory of one compile (``tracemalloc``; numpy and torch buffers included);
+  bench scene=many_boxes stage=solve objects=80 batch=256 us_per_layout=... valid_rate=...
+      solving and checking layouts of 80 such boxes (``ObjectPlacer.place_problem``), microseconds of wall time per
+      layout, median of runs, and the fraction of layouts that pass every check;
   bench scene=boxes3 stage=refill envs=1024 layouts_per_env=... batch=... refill_ms=... solve_ms=... refill_vs_solve=...
       a reset's refill (``PooledObjectPlacer.fill`` of every env's partition: draw, solve, check, rank, store,
       diagnostics) against ``ObjectPlacer.place_problem`` of the same number of candidates (solve and check
@@ -77,6 +80,22 @@ def bench_scaling(n: int, runs: int) -> None:
           f"compile_s={statistics.median(times):.3f} compile_peak_mb={peak / 2**20:.1f} runs={runs}", flush=True)
 
 
+def bench_dense(n: int, batch: int, runs: int) -> None:
+    placer = _placer()
+    problem = placer.compile(many_boxes(n), batch)
+    env_ids = torch.arange(batch)
+    placer.place_problem(problem, env_ids, env_ids * 0)  # kernels loaded, workspace built
+    times, valid = [], []
+    for r in range(runs):
+        t0 = time.perf_counter()
+        vb = placer.place_problem(problem, env_ids, env_ids * 0 + 1 + r)
+        times.append(time.perf_counter() - t0)
+        valid.append(float(vb.passed.float().mean()))
+    print(f"bench scene=many_boxes stage=solve objects={n} batch={batch} "
+          f"us_per_layout={statistics.median(times) / batch * 1e6:.2f} valid_rate={statistics.median(valid):.4f} "
+          f"runs={runs}", flush=True)
+
+
 def bench_refill(scene: str, envs: int, runs: int) -> None:
     from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
     from isaaclab_arena.relations.pooled_object_placer import PooledObjectPlacer
@@ -108,6 +127,7 @@ def bench_refill(scene: str, envs: int, runs: int) -> None:
 
 def run(quick: bool) -> None:
     bench_scaling(250 if quick else 1000, 1 if quick else 3)
+    bench_dense(80, 32 if quick else 256, 3 if quick else 7)
     bench_refill("boxes3", 64 if quick else 1024, 3 if quick else 9)
 
 

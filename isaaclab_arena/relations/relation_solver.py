@@ -26,7 +26,7 @@ import warp as wp
 from isaaclab_arena.relations.kernels import launch
 from isaaclab_arena.relations.kernels.geometry import ensure_warp, torch_stream
 from isaaclab_arena.relations.kernels.settings import HISTORY_EVERY, SolveSettings
-from isaaclab_arena.relations.kernels.tables import CandidateState, solve_outputs
+from isaaclab_arena.relations.kernels.tables import CandidateState, solve_outputs, sweep_scratch
 from isaaclab_arena.relations.kinds.dispatch import NUM_SLOTS
 from isaaclab_arena.relations.solving.placement_candidate import PlacementCandidateBatch
 from isaaclab_arena.relations.compiler.placement_problem import PlacementProblem
@@ -47,12 +47,12 @@ def _synchronize(device: str) -> None:
         torch.cuda.synchronize(device)
 
 
-def _scratch_state(device: str, b: int, n: int) -> CandidateState:
+def _scratch_state(device: str, b: int, n: int, tables) -> CandidateState:
     n = max(n, 1)
     st = CandidateState()
     for name in ("olo", "ohi", "m", "v", "g", "ilo", "ihi"):
         setattr(st, name, wp.empty((b, n), dtype=wp.vec3, device=device))
-    return st
+    return sweep_scratch(st, tables, b, device)
 
 
 class OutputBuffers:
@@ -140,7 +140,7 @@ class _FreshWorkspace:
         for r0, r1 in zip(bounds, bounds[1:]):
             if r1 <= r0:
                 continue
-            st = _scratch_state(dev, r1 - r0, n)
+            st = _scratch_state(dev, r1 - r0, n, problem.tables)
             st.x = wp.from_torch(v["pos"][r0:r1], dtype=wp.vec3)
             st.rot = wp.from_torch(v["rot"][r0:r1], dtype=wp.quat)
             pending = wp.zeros(1, dtype=int, device=dev)
@@ -321,7 +321,7 @@ class RelationSolver:
                 if settings.history_slots > 0 else None)
         if b:
             with torch_stream(dev):
-                st = _scratch_state(dev, b, n)
+                st = _scratch_state(dev, b, n, problem.tables)
                 st.x = wp.from_torch(v["pos"], dtype=wp.vec3)
                 st.rot = wp.from_torch(v["rot"], dtype=wp.quat)
                 pending = wp.zeros(1, dtype=int, device=dev)

@@ -41,7 +41,7 @@ from isaaclab_arena.relations.kinds.kind import (ROW_WIDTH, KindRole, PackContex
                                                  RelationKind, RoomRow)
 from isaaclab_arena.relations.mesh import pack_mesh_tables
 from isaaclab_arena.relations.compiler.object_yaw import yaw_mode
-from isaaclab_arena.relations.compiler.pair_tables import overlap_pairs
+from isaaclab_arena.relations.compiler.pair_tables import box_pair_index, overlap_pairs, uses_sweep
 from isaaclab_arena.relations.mesh.sdf import MeshTables
 from isaaclab_arena.relations.compiler.placement_problem import (
     VALIDATION_SLACK_M,
@@ -421,6 +421,11 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
         keep += [T.fixed_pose, T.mesh, mesh]
         T.pair_w = float(sp.collision_strategy.slope)
         T.slack = VALIDATION_SLACK_M
+        T.sweep = int(uses_sweep(sc.n_mov))
+        pair_of = box_pair_index(pairs, T.n_box_pairs, sc.n_mov, sc.n_all) if T.sweep else np.full((1, 1), -1, np.int32)
+        T.pair_of = wp.array(pair_of, dtype=int, device=device)
+        T.sweep_pad = float(np.asarray(pair_f, np.float32)[:T.n_box_pairs, PairParam.CLEARANCE].max(initial=0.0))
+        keep.append(T.pair_of)
         checkpoints = _device_array(list(sp.get_checkpoints()), int, None, device, keep)
     clearance = {"clearance"} if bool((pair_f[:, PairParam.CLEARANCE] > 0).any()) else set()  # judged on pairs with a clearance
     present = frozenset({"no_overlap"} | clearance | {c.check for c in compiled if c.check})

@@ -59,3 +59,26 @@ def overlap_pairs(n_mov: int, n_objects: int, fixed: list, solver_params, pinned
             pair_f[k, PairParam.CLEARANCE] = values[where[int(keys[k])]]
     return np.stack([i, j], axis=1).astype(np.int32), pair_f
 
+
+
+#: Scenes with at least this many relation-placed objects visit their box pairs by sort and sweep along X
+#: (``kernels/broad_phase.py``); below it, the pair list is cheaper to walk whole (measured: docs/BENCHMARKS.md).
+SWEEP_FROM_OBJECTS = 8
+
+
+def uses_sweep(n_mov: int) -> bool:
+    """Whether a scene of ``n_mov`` relation-placed objects uses the broad phase."""
+    return n_mov >= SWEEP_FROM_OBJECTS
+
+
+def box_pair_index(pairs: list, n_box_pairs: int, n_mov: int, n_all: int) -> np.ndarray:
+    """(n_mov, n_all) int32: the index k < ``n_box_pairs`` of the axis-aligned pair of placed object i and object
+    j (both orders for two placed objects), -1 where they form no such pair."""
+    table = np.full((max(n_mov, 1), max(n_all, 1)), -1, np.int32)
+    if n_box_pairs:
+        ij = np.asarray(pairs[:n_box_pairs], np.int64).reshape(-1, 2)
+        k = np.arange(len(ij), dtype=np.int32)
+        table[ij[:, 0], ij[:, 1]] = k
+        both = ij[:, 1] < n_mov
+        table[ij[both, 1], ij[both, 0]] = k[both]
+    return table

@@ -11,6 +11,7 @@ from isaaclab_arena.relations.kernels.geometry import (
     parked,
     vmin3,
 )
+from isaaclab_arena.relations.kernels.broad_phase import first_at_or_after
 from isaaclab_arena.relations.kernels.pair_terms import pair_term, support_term
 from isaaclab_arena.relations.kernels.penalties import worst_penalty_subject
 from isaaclab_arena.relations.kernels.projection import draw_pose
@@ -72,6 +73,34 @@ def placed_penetration(T: SceneTables, S: CandidateState, b: int, e: int, i: int
     for q in range(oi[OI_ADJ0], oi[OI_ADJ1]):
         k, j, placed = placed_neighbour(T, i, q, rank_i)
         if placed and k < T.n_box_pairs:
+            lo_j, hi_j = obj_bounds(T, S, b, e, j)
+            total += wp.max(vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][PF_CLEARANCE])), 0.0)
+    return total
+
+
+@wp.func
+def placed_penetration_sweep(T: SceneTables, S: CandidateState, b: int, e: int, i: int, count: int,
+                             wmax: float) -> float:
+    """``placed_penetration`` through the broad phase (``T.sweep``): the placed objects are the first ``count``
+    entries of the candidate's sorted list (``broad_phase.sweep_insert``), ``wmax`` their largest X extent (m);
+    only those whose X range comes within the largest clearance of i's are measured, then i's fixed pairs."""
+    total = float(0.0)
+    lo_i, hi_i = obj_bounds(T, S, b, e, i)
+    pad = T.sweep_pad
+    m = first_at_or_after(S, b, count, lo_i[0] - pad - wmax)
+    end = count + T.n_all - T.n_mov  # list positions, then the fixed objects
+    while m < end:
+        j = T.n_mov + m - count
+        if m < count:
+            j = S.order[b, m]
+            if S.key[b, m] > hi_i[0] + pad:  # the rest of the list lies beyond reach
+                j = -1
+                m = count - 1
+        m += 1
+        k = int(-1)
+        if j >= 0:
+            k = T.pair_of[i, j]
+        if k >= 0:
             lo_j, hi_j = obj_bounds(T, S, b, e, j)
             total += wp.max(vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][PF_CLEARANCE])), 0.0)
     return total

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from isaaclab_arena.relations.kernels.broad_phase import sweep_insert, sweep_refresh, sweep_width
 from isaaclab_arena.relations.kernels.geometry import BIG, PI, candidate_rng, parked, yaw_quat
 from isaaclab_arena.relations.kernels.poses import face_to_update, solver_offsets
 from isaaclab_arena.relations.kernels.projection import (
@@ -18,6 +19,7 @@ from isaaclab_arena.relations.kernels.sampling import (
     clutter_miss,
     clutter_raise,
     placed_penetration,
+    placed_penetration_sweep,
     placed_general,
     placed_relation_penalty,
 )
@@ -94,9 +96,14 @@ def _init_kernel(general: bool):
                 slo, shi = obj_bounds(T, S, b, e, T.obj_i[i][OI_SUPPORT])
                 S.x[b, i] = 0.5 * (slo + shi)
         clean = int(T.init_exact)
+        # broad phase (T.sweep): the placed objects, sorted by low X, grow by one as each is placed
+        count = int(0)
+        wmax = float(0.0)
         for k in range(n):
             i = T.obj_i[k][OI_ORDER]
             if parked(S.x[b, i]):
+                if T.sweep != 0:
+                    count = sweep_insert(S, b, i, count)
                 continue
             oi = T.obj_i[i]
             rank_i = oi[OI_RANK]
@@ -121,15 +128,18 @@ def _init_kernel(general: bool):
                 # shifted and re-projected, then i again. One projection call site (so it inlines).
                 target = i
                 step = int(0)
+                moved_placed = int(0)  # objects already in the broad phase's list turned or shifted
                 while step >= 0:
                     st = project(T, S, b, e, target, 1, int(step == 0), st)
                     nxt = int(-1)
                     if step == 0 and oi[OI_YAW] == YAW_FACE_TO:
                         face_to_update(T, S, b, e)
+                        moved_placed = 1
                         nxt = 1
                     elif step <= 1 and (oi[OI_FLAGS] & FLAG_MOVABLE_PARENT) != 0:
                         target = repair_shift(T, S, b, e, i)
                         if target >= 0:
+                            moved_placed = 1
                             nxt = 2
                     elif step == 2:
                         target = i
@@ -141,7 +151,13 @@ def _init_kernel(general: bool):
                 if cl >= 0:
                     clutter_raise(T, S, b, e, i, rank_i, T.rel_f[cl][clutter_on.GAP])
                     miss = clutter_miss(T, S, b, e, cl)
-                pen = placed_penetration(T, S, b, e, i, rank_i)
+                pen = float(0.0)
+                if T.sweep != 0:
+                    if moved_placed != 0:
+                        wmax = sweep_refresh(S, b, count)
+                    pen = placed_penetration_sweep(T, S, b, e, i, count, wmax)
+                else:
+                    pen = placed_penetration(T, S, b, e, i, rank_i)
                 if (oi[OI_FLAGS] & FLAG_PENALISED) != 0:
                     pen += placed_relation_penalty(T, S, b, e, i, rank_i)
                 if wp.static(general):
@@ -163,6 +179,9 @@ def _init_kernel(general: bool):
                 lo, hi = solver_offsets(best_rot, T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], oi[OI_RANDOM])
                 S.olo[b, i] = lo
                 S.ohi[b, i] = hi
+            if T.sweep != 0:
+                count = sweep_insert(S, b, i, count)
+                wmax = wp.max(wmax, sweep_width(S, b, i))
         O.iters[b] = -clean
         if clean == 0:
             wp.atomic_add(O.pending, 0, 1)

@@ -218,6 +218,9 @@ class SceneTables:
     mesh: wp.array(dtype=MeshTables)  # (1,) MESH geometry (sphere covers, target meshes); placeholder in BBOX
     pair_w: float  # NoCollisionLossStrategy slope
     slack: float  # metres a check tolerates beyond its limit (float32 rounding room)
+    sweep: int  # 1: box pairs of two placed objects are visited by sort and sweep along X (broad_phase.py)
+    pair_of: wp.array2d(dtype=int)  # (n_mov, n_all) box pair index of (i, j), -1 none; (1, 1) unless sweep
+    sweep_pad: float  # the largest clearance of a box pair (m): the sweep's reach beyond a box
 
 
 @wp.struct
@@ -233,6 +236,8 @@ class CandidateState:
     g: wp.array2d(dtype=wp.vec3)
     ilo: wp.array2d(dtype=wp.vec3)  # interval the last projection used per axis (solver only)
     ihi: wp.array2d(dtype=wp.vec3)
+    order: wp.array2d(dtype=int)  # broad phase (T.sweep): placed objects sorted by low X; (1, 1) otherwise
+    key: wp.array2d(dtype=float)  # their low X (m)
 
 
 @wp.struct
@@ -290,3 +295,12 @@ def is_box_scene(tables: SceneTables) -> bool:
     """Whether every pair of the scene is axis-aligned boxes and it has no MESH support terms (its kernels are
     the box variants; the others also evaluate OBB / MESH pairs and support terms)."""
     return tables.n_box_pairs == tables.n_pairs and tables.n_support == 0
+
+
+def sweep_scratch(st: CandidateState, tables: SceneTables, b: int, device: str) -> CandidateState:
+    """Sets the broad phase's per-candidate arrays of ``st``: (b, n_mov) in a scene with ``tables.sweep``, else
+    one-element placeholders. Returns ``st``."""
+    shape = (b, max(tables.n_mov, 1)) if tables.sweep else (1, 1)
+    st.order = wp.zeros(shape, dtype=int, device=device)
+    st.key = wp.zeros(shape, dtype=float, device=device)
+    return st

@@ -11,7 +11,7 @@ import torch
 import warp as wp
 
 from isaaclab_arena.relations.kernels.geometry import torch_stream
-from isaaclab_arena.relations.kernels.tables import CandidateState
+from isaaclab_arena.relations.kernels.tables import CandidateState, sweep_scratch
 from isaaclab_arena.relations.kernels.validate import validate_kernel_for
 from isaaclab_arena.relations.solving.placement_candidate import PlacementCandidateBatch
 from isaaclab_arena.relations.compiler.placement_problem import PlacementProblem
@@ -51,6 +51,7 @@ class _CheckWorkspace:
                 st.olo = wp.empty((r1 - r0, n), dtype=wp.vec3, device=dev)
                 st.ohi = wp.empty((r1 - r0, n), dtype=wp.vec3, device=dev)
                 st.m = st.v = st.g = st.ilo = st.ihi = wp.empty((1, 1), dtype=wp.vec3, device=dev)
+                sweep_scratch(st, problem.tables, r1 - r0, dev)
                 inputs = [problem.tables, st, wp.from_torch(self.env[r0:r1]),
                           self.out.outputs(dev, self.v, r0, r1, None, None)]
                 self._keep.append((st, inputs))
