@@ -68,7 +68,7 @@ except ImportError:
 # relation), which the clutter scene covers: six boxes released on the table's central 40 %.
 # chain4 / row5 / chain4_yaw: relation chains (a NextTo chain with cross_position_ratio, a row tied by AlignWith
 # and NextTo inside PositionLimitsBox, the chain with random yaw), measured for their valid_rate.
-FULL = [("boxes3", [1, 32, 128, 1024, 4096]), ("boxes10", [1, 128, 1024]), ("mug_bowl", [1, 1024]),
+FULL = [("boxes3", [1, 32, 128, 1024, 4096, 16384, 65536]), ("boxes10", [1, 128, 1024]), ("mug_bowl", [1, 1024]),
         ("crowded14", [256]), ("all_relations", [256]), ("clutter", [256]), ("chain4", [1024]), ("row5", [1024]),
         ("chain4_yaw", [1024]), ("crowded14_yaw", [256])]
 QUICK = [("boxes3", [1, 128]), ("boxes10", [128]), ("mug_bowl", [128]), ("crowded14", [64]), ("all_relations", [64]),
