@@ -42,6 +42,18 @@ def _fk64(chain, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return t[:, :3, 3], t[:, :3, :3]
 
 
+def _check_counting_solver_problems(checker, base, objects):
+    """(problems handed to the solver per call, result) of ``checker.check(base, objects)`` at zero grasp offset."""
+    seen = []
+    original = checker._solve_and_measure
+    checker._solve_and_measure = lambda pos, *a: seen.append(pos.shape[0]) or original(pos, *a)
+    try:
+        result = checker.check(base, objects, grasp_z_offset_m=0.0)
+    finally:
+        del checker._solve_and_measure
+    return seen, result
+
+
 def _random_turn(rng, n: int, angle: float) -> np.ndarray:
     """(n, 3, 3) rotations by exactly ``angle`` radians about random axes."""
     axis = rng.normal(size=(n, 3))
@@ -55,11 +67,14 @@ def _random_turn(rng, n: int, angle: float) -> np.ndarray:
 def test_no_pose_a_configuration_takes_is_refused_by_the_reach_bounds(checker):
     """Every TCP pose of 4,000 random configurations (joint limits ignored: the bounds are geometric), and the
     same poses moved by the thresholds (1 cm, 0.1 rad), lie within the bounds; the bounds are tight."""
+    import dataclasses
+
     rng = np.random.default_rng(3)
     c = len(checker.joint_names)
     q = rng.uniform(-math.pi, math.pi, size=(4000, c))
     pos, rot = _fk64(checker.chain, q)
-    bounds = checker.reach_bounds
+    # the outer spheres (the inner wrist bound holds within the joint limits only: its own test below)
+    bounds = dataclasses.replace(checker.reach_bounds, wrist_min_radius_m=0.0)
     exact = bounds.excess_m(torch.tensor(pos), torch.tensor(rot), 0.0)
     assert float(exact.max()) <= 1e-9
     # a target within the thresholds of a reached pose: its bound excess stays within the position threshold
@@ -70,6 +85,69 @@ def test_no_pose_a_configuration_takes_is_refused_by_the_reach_bounds(checker):
     # and tight: some configuration comes within 1 cm of it (the sum of the link offsets, 7 cm beyond what the
     # Franka's zig-zag elbow can stretch to, would fail here)
     assert float(exact.max()) >= -0.01
+
+
+def test_no_pose_within_the_joint_limits_is_refused_by_the_inner_wrist_bound(checker):
+    """Within the joint limits the wrist never comes nearer the centre than ``wrist_min_radius_m`` (20,000 random
+    configurations, float64, and each joint at its limits), so no pose they take is refused, thresholds
+    included; the bound is tight (a configuration comes within 2 mm); the iiwa has one (its elbow's range), the
+    Franka none (several joints between its shoulder and wrist change their distance)."""
+    rng = np.random.default_rng(5)
+    chain = checker.chain
+    lower, upper = chain.lower, chain.upper
+    q = rng.uniform(lower, upper, size=(20000, len(lower)))
+    q[:64] = np.where(rng.random((64, len(lower))) < 0.5, lower, upper)  # corners of the limits
+    pos, rot = _fk64(chain, q)
+    bounds = checker.reach_bounds
+    assert float(bounds.excess_m(torch.tensor(pos), torch.tensor(rot), 0.0).max()) <= 1e-9
+    step = rng.normal(size=pos.shape)
+    step = 0.01 * step / np.linalg.norm(step, axis=1, keepdims=True)
+    moved = bounds.excess_m(torch.tensor(pos + step), torch.tensor(rot @ _random_turn(rng, len(pos), 0.1)), 0.1)
+    assert float(moved.max()) <= 0.01 + 1e-9
+    wrist = pos - np.einsum("nij,j->ni", rot, bounds.wrist_to_tcp)
+    nearest = float(np.linalg.norm(wrist - bounds.centre, axis=1).min())
+    assert nearest >= bounds.wrist_min_radius_m - 1e-9
+    if "iiwa" in str(checker.robot.urdf_path):
+        assert bounds.wrist_min_radius_m == pytest.approx(0.4104, abs=1e-4)  # sqrt(.42^2 + .4^2 - .42 * .4)
+        assert nearest - bounds.wrist_min_radius_m <= 0.002
+    else:
+        assert bounds.wrist_min_radius_m == 0.0
+
+
+def test_the_least_distance_matches_a_dense_scan():
+    from isaaclab_arena.reachability.reach_bounds import _least_distance
+
+    rng = np.random.default_rng(8)
+    for _ in range(200):
+        v1, v2, axis = rng.normal(size=3), rng.normal(size=3), rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        lo, hi = sorted(rng.uniform(-4.0, 4.0, size=2))
+        q = np.linspace(lo, hi, 20001)
+        k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+        turned = (v2 + np.sin(q)[:, None] * (k @ v2) + (1 - np.cos(q))[:, None] * (k @ k @ v2))
+        scan = np.linalg.norm(v1 + turned, axis=1).min()
+        exact = _least_distance(v1, v2, axis, lo, hi)
+        assert exact <= scan + 1e-12 and scan - exact <= 1e-6
+
+
+def test_targets_near_the_shoulder_are_refused_without_ik_on_the_iiwa():
+    """Top-down grasps whose wrist would lie nearer the shoulder than the elbow's range lets it come: refused by
+    the bounds with an excess beyond the position threshold, and the solver never sees them."""
+    from isaaclab_arena.embodiments import make_embodiment
+    from isaaclab_arena.reachability import IKReachabilityChecker
+    from isaaclab_arena.reachability.grasp_targets import top_down_grasp_targets
+
+    checker = IKReachabilityChecker(make_embodiment("kuka_iiwa").reachability_robot, device="cpu")
+    bounds = checker.reach_bounds
+    base = torch.tensor([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]])
+    # objects whose grasp puts the wrist 0.15-0.3 m from the shoulder: straight below it, a little forward
+    wrist_above = float(np.linalg.norm(bounds.wrist_to_tcp))
+    objects = torch.tensor([[[x, 0.0, float(bounds.centre[2]) - wrist_above - 0.2] for x in (0.05, 0.1, 0.15)]])
+    pos_b, rot_b, _ = top_down_grasp_targets(base, objects, 0.0, checker.yaw_offset_rad)
+    excess = bounds.excess_m(pos_b[0], rot_b[0], 0.1)
+    assert bool((excess > 0.01).all())
+    seen, result = _check_counting_solver_problems(checker, base, objects)
+    assert sum(seen) == 0 and not bool(result.reachable.any())
 
 
 def test_the_wrist_bound_refuses_targets_the_chain_length_sphere_lets_through(checker):
@@ -86,13 +164,7 @@ def test_the_wrist_bound_refuses_targets_the_chain_length_sphere_lets_through(ch
     pos_b, rot_b, _ = top_down_grasp_targets(base, objects, 0.0, checker.yaw_offset_rad)
     tcp_only = (pos_b[0] - torch.tensor(centre, dtype=torch.float32)).norm(dim=-1) - bounds.tcp_radius_m
     assert bool((tcp_only < 0).all())  # the chain-length sphere alone would send these to the solver
-    seen = []
-    original = checker._solve_and_measure
-    checker._solve_and_measure = lambda pos, *a: seen.append(pos.shape[0]) or original(pos, *a)
-    try:
-        result = checker.check(base, objects, grasp_z_offset_m=0.0)
-    finally:
-        del checker._solve_and_measure
+    seen, result = _check_counting_solver_problems(checker, base, objects)
     assert sum(seen) == 0  # no problem reached the solver
     assert not bool(result.reachable.any())
     expected = bounds.excess_m(pos_b[0], rot_b[0], 0.1)

@@ -26,12 +26,17 @@ class ReachBounds:
             turns about an axis through (the last joint's origin at least; the centre of a spherical wrist).
         wrist_to_tcp: (3,) the wrist-to-TCP vector in the TCP frame. The joints from the wrist on turn about axes
             through it, so the TCP's pose fixes the wrist at ``tcp - R_tcp @ wrist_to_tcp`` whatever their angles.
+        wrist_min_radius_m: Nearest the wrist can come to ``centre`` within the joint limits (0 when unknown):
+            where a single joint between them changes their distance (the others turn about axes through the
+            centre or the wrist: the iiwa's elbow), the least distance over that joint's range, in closed form
+            (:func:`_least_distance`).
     """
 
     centre: np.ndarray
     tcp_radius_m: float
     wrist_radius_m: float
     wrist_to_tcp: np.ndarray
+    wrist_min_radius_m: float = 0.0
 
     @staticmethod
     def of_chain(chain: UrdfChain) -> "ReachBounds":
@@ -55,7 +60,21 @@ class ReachBounds:
         wrist = max(first, min(k for k in range(n) if all(_on_axis(points[k], points[m], axes[m]) for m in range(k, n))))
         lengths = _longest_paths(points[first:], axes[first:])
         to_tcp = frame[:3, :3].T @ (frame[:3, 3] - points[wrist])
-        return ReachBounds(points[first], lengths[-1], lengths[wrist - first], to_tcp)
+        # the joints after the centre's that change the centre-to-wrist distance (a joint turning about an axis
+        # through the centre, with every joint before it doing so too, or through the wrist, with every joint
+        # after it up to the wrist doing so too, keeps it)
+        changing = [m for m in range(first + 1, wrist)
+                    if not all(_on_axis(points[first], points[k], axes[k]) for k in range(first + 1, m + 1))
+                    and not all(_on_axis(points[wrist], points[k], axes[k]) for k in range(m, wrist))]
+        least = 0.0
+        if not changing:
+            least = float(np.linalg.norm(points[wrist] - points[first]))
+        elif len(changing) == 1:
+            c = changing[0]
+            joint = chain.movable[c]
+            least = _least_distance(points[c] - points[first], points[wrist] - points[c], axes[c], joint.lower,
+                                    joint.upper)
+        return ReachBounds(points[first], lengths[-1], lengths[wrist - first], to_tcp, least)
 
     def excess_m(self, pos: torch.Tensor, rot: torch.Tensor, rotation_threshold_rad: float) -> torch.Tensor:
         """(M,) lower bound (metres, may be negative) of the TCP position error of any configuration for (M, 3)
@@ -66,8 +85,30 @@ class ReachBounds:
         centre = torch.as_tensor(self.centre, dtype=pos.dtype, device=pos.device)
         offset = torch.as_tensor(self.wrist_to_tcp, dtype=pos.dtype, device=pos.device)
         tcp = (pos - centre).norm(dim=-1) - self.tcp_radius_m
-        wrist = (pos - (rot * offset).sum(-1) - centre).norm(dim=-1) - self.wrist_radius_m
+        wrist_dist = (pos - (rot * offset).sum(-1) - centre).norm(dim=-1)
+        # outside the wrist's sphere, or nearer the centre than the wrist can come (its joint limits)
+        wrist = torch.maximum(wrist_dist - self.wrist_radius_m, self.wrist_min_radius_m - wrist_dist)
         return torch.maximum(tcp, wrist - float(np.linalg.norm(self.wrist_to_tcp)) * rotation_threshold_rad)
+
+
+def _least_distance(v1: np.ndarray, v2: np.ndarray, axis: np.ndarray, lower: float, upper: float) -> float:
+    """Least ``|v1 + R(q) v2|`` (m) for ``R(q)`` the turn by q about the unit ``axis``, q in [lower, upper]
+    (radians; infinite bounds: a full turn). With Rodrigues' formula the squared length is
+    ``K + A cos q + B sin q``: its least value on the range is at an end or where the derivative vanishes."""
+    a = axis / np.linalg.norm(axis)
+    big_k = float(v1 @ v1 + v2 @ v2 + 2 * (a @ v1) * (a @ v2))
+    big_a = float(2 * (v1 @ v2 - (a @ v1) * (a @ v2)))
+    big_b = float(2 * (v1 @ np.cross(a, v2)))
+    if not (math.isfinite(lower) and math.isfinite(upper)) or upper - lower >= 2 * math.pi:
+        return math.sqrt(max(big_k - math.hypot(big_a, big_b), 0.0))
+    qs = [lower, upper]
+    phase = math.atan2(big_b, big_a)
+    for base in (phase, phase + math.pi):  # the critical points, every turn of them inside the range
+        k = math.ceil((lower - base) / (2 * math.pi))
+        while base + 2 * math.pi * k <= upper:
+            qs.append(base + 2 * math.pi * k)
+            k += 1
+    return math.sqrt(max(min(big_k + big_a * math.cos(q) + big_b * math.sin(q) for q in qs), 0.0))
 
 
 def _longest_paths(points: list[np.ndarray], axes: list[np.ndarray], tol: float = 1e-9) -> list[float]:
