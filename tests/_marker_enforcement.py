@@ -23,6 +23,11 @@ runs ``uname -p`` when Warp starts) and processes started while a module is bein
 
 The summary also lists unmarked tests that took over ``--arena-slow-after`` seconds (3 by default), to mark
 ``slow`` (listed only: timings depend on the machine's load).
+
+Under pytest-xdist (the suite's default, tests/conftest.py) each worker is a test session of its own and
+enforces the markers of the tests it runs (a worker starts as a child process of the controller's session, so
+``_sim_watch.install()`` turns it back into a test process); the controller lists the slow unmarked tests from
+its workers' reports.
 """
 
 from __future__ import annotations
@@ -153,9 +158,13 @@ class MarkerEnforcement:
                 report.longrepr = _message(item, marker, kind, detail)
             else:  # failed already (e.g. its child process was refused): say why below the failure
                 report.sections.append(("marker enforcement", _message(item, marker, kind, detail)))
-        if (call.when == "call" and report.passed and call.duration > self.threshold
-                and item.get_closest_marker("slow") is None and item.get_closest_marker("sim") is None):
-            self.slow_unmarked.append((call.duration, item.nodeid))
+
+    def pytest_runtest_logreport(self, report):
+        """Unmarked slow tests, from the reports: under pytest-xdist the controller, which prints the summary,
+        sees its workers' tests only through their reports (the enforcement itself runs in the worker)."""
+        if (report.when == "call" and report.passed and report.duration > self.threshold
+                and "slow" not in report.keywords and "sim" not in report.keywords):
+            self.slow_unmarked.append((report.duration, report.nodeid))
 
     def pytest_terminal_summary(self, terminalreporter):
         if self.slow_unmarked:

@@ -170,3 +170,29 @@ def test_child_sim():
     result.stdout.fnmatch_lines(["*marker enforcement*"])  # the test failed on its own: the reason is added
     result = run_inner(pytester, source.format(marker="@pytest.mark.slow\n@pytest.mark.sim"))
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.slow
+def test_xdist_workers_enforce_and_the_controller_lists_slow_tests(pytester):
+    """Under pytest-xdist (the suite's default, tests/_xdist_setup.py) each worker enforces the markers of the
+    tests it runs (a worker starts as a child process of the controller's session and becomes a test process
+    again), and the controller, which runs no test, lists the unmarked slow tests from its workers' reports."""
+    pytester.makepyfile(test_inner=SPAWN.format(marker=""), test_inner_sleeps="""
+import time
+
+def test_takes_a_while():
+    time.sleep(0.5)
+""")
+    # registered the suite's way (tests/conftest.py), by a conftest that the workers import too
+    pytester.makeconftest(f"""
+import sys
+sys.path.insert(0, {HERE!r})
+from _marker_enforcement import pytest_addoption, pytest_configure, pytest_unconfigure
+""")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-n", "2",
+                                          "--arena-slow-after", "0.2", "-rf")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*test_spawns starts a child process (subprocess.Popen(*true*) from *test_inner.py:6)"
+                                 " but is not marked `slow`*"])
+    result.stdout.fnmatch_lines(["*tests over 0.2 s marked neither slow nor sim*",
+                                 "*s test_inner_sleeps.py::test_takes_a_while"])

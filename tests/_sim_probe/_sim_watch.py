@@ -167,18 +167,25 @@ def _before_fork() -> None:
         _record("subprocess", "os.fork()", refuse=False)
 
 
+_parent_hooks = False
+
+
 def install(child: bool = False) -> None:
-    """Start watching (idempotent). ``child``: this is a child process of a test (sitecustomize)."""
-    global _child, _installed
-    _child = _child or child
-    if _installed:
-        return
-    _installed = True
-    sys.meta_path.insert(0, _Finder())
-    for name, patch in _PATCHERS.items():
-        if name in sys.modules:
-            patch(sys.modules[name])
-    if not child:
+    """Start watching (idempotent). ``child``: this is a child process of a test (sitecustomize).
+
+    A process that a test session's ``sitecustomize`` set up as a child and that then runs a test session of its
+    own (a pytest-xdist worker: the workers are child processes of the controller's session) becomes a test
+    process when that session calls ``install()``: its own child processes are watched from then on."""
+    global _child, _installed, _parent_hooks
+    _child = child
+    if not _installed:
+        _installed = True
+        sys.meta_path.insert(0, _Finder())
+        for name, patch in _PATCHERS.items():
+            if name in sys.modules:
+                patch(sys.modules[name])
+    if not child and not _parent_hooks:
+        _parent_hooks = True
         if not getattr(subprocess.Popen.__init__, "_arena_watched", False):
             subprocess.Popen.__init__ = _popen_init_wrapper(subprocess.Popen.__init__)
         os.register_at_fork(before=_before_fork)
