@@ -35,10 +35,6 @@ from isaaclab_arena.relations.solving.solver_workers import WorkerPool
 
 #: On the CPU a batch is split over ``cpu_threads`` threads from this many candidates on.
 SPLIT_FROM = 256
-#: On the CPU a thread's rows run in chunks of at most this many candidates, each chunk through all three
-#: launches before the next: its working state stays in cache (a 65,536-candidate batch in one piece streams
-#: its state through memory in every launch; measured in docs/BENCHMARKS.md).
-CHUNK_ROWS = 4096
 
 
 def history_slots(max_iters: int) -> int:
@@ -122,8 +118,8 @@ def batch_from_outputs(problem, env_ids, draw_ids, v: dict, history, evaluated: 
 
 class _FreshWorkspace:
     """Persistent buffers and recorded launches of ``solve`` for one (problem, B): on the CPU a batch of
-    ``SPLIT_FROM`` or more is split into ``cpu_threads`` row ranges launched on as many threads, each range in
-    chunks of at most ``CHUNK_ROWS`` (a candidate's result does not depend on the split)."""
+    ``SPLIT_FROM`` or more is split into ``cpu_threads`` row ranges launched on as many threads (a
+    candidate's result does not depend on the split)."""
 
     def __init__(self, solver: "RelationSolver", problem: PlacementProblem, b: int, parts: int):
         dev = problem.device
@@ -139,61 +135,44 @@ class _FreshWorkspace:
         self.hist = (torch.full((b, settings.history_slots, n, 3), math.nan, device=dev)
                      if settings.history_slots > 0 else None)
         bounds = [round(b * k / parts) for k in range(parts + 1)]
-        self.parts = []  # per thread: its chunks, each (the three recorded launches, pending, pending on host)
+        self.parts = []
         self._keep = [settings, v]
         for r0, r1 in zip(bounds, bounds[1:]):
             if r1 <= r0:
                 continue
-            chunks = math.ceil((r1 - r0) / CHUNK_ROWS) if dev == "cpu" else 1
-            edges = [r0 + round((r1 - r0) * c / chunks) for c in range(chunks + 1)]
-            self.parts.append([self._chunk(problem, settings, v, c0, c1) for c0, c1 in zip(edges, edges[1:])])
+            st = _scratch_state(dev, r1 - r0, n, problem.tables)
+            st.x = wp.from_torch(v["pos"][r0:r1], dtype=wp.vec3)
+            st.rot = wp.from_torch(v["rot"][r0:r1], dtype=wp.quat)
+            pending = wp.zeros(1, dtype=int, device=dev)
+            inputs = [problem.tables, st, settings, wp.from_torch(self.env[r0:r1]), wp.from_torch(self.draw[r0:r1]),
+                      self.out.outputs(dev, v, r0, r1, pending, self.hist)]
+            self._keep.append((st, inputs))
+            self.parts.append(([wp.launch(k, dim=r1 - r0, device=dev, record_cmd=True, inputs=inputs)
+                                for k in launch.fresh(problem.tables)], pending, pending.numpy() if dev == "cpu" else None))
         self.workers = solver.workers(len(self.parts) - 1)
 
-    def _chunk(self, problem: PlacementProblem, settings, v: dict, r0: int, r1: int):
-        """The recorded launches of rows [r0, r1) on their own scratch state."""
-        dev = problem.device
-        st = _scratch_state(dev, r1 - r0, max(problem.num_objects, 1), problem.tables)
-        st.x = wp.from_torch(v["pos"][r0:r1], dtype=wp.vec3)
-        st.rot = wp.from_torch(v["rot"][r0:r1], dtype=wp.quat)
-        pending = wp.zeros(1, dtype=int, device=dev)
-        inputs = [problem.tables, st, settings, wp.from_torch(self.env[r0:r1]), wp.from_torch(self.draw[r0:r1]),
-                  self.out.outputs(dev, v, r0, r1, pending, self.hist)]
-        self._keep.append((st, inputs))
-        return ([wp.launch(k, dim=r1 - r0, device=dev, record_cmd=True, inputs=inputs)
-                 for k in launch.fresh(problem.tables)], pending, pending.numpy() if dev == "cpu" else None)
-
-    def _run(self, chunks: list, times: list | None) -> None:
-        """One thread's chunks in turn; with ``times`` (profile) appends the wall times (s) of its three stages,
-        summed over its chunks."""
-        spent = [0.0, 0.0, 0.0]
-        for chunk in chunks:
-            self._run_chunk(chunk, spent if times is not None else None)
-        if times is not None:
-            times.append(tuple(spent))
-
-    def _run_chunk(self, chunk, spent: list | None) -> None:
-        """The three launches of one chunk; with ``spent`` adds their wall times (s)."""
-        (init, iterate, finalize), pending, pending_np = chunk
+    def _run(self, part, times: list | None) -> None:
+        """The three launches of one row range; with ``times`` (profile) appends their wall times (s)."""
+        (init, iterate, finalize), pending, pending_np = part
         t = [time.perf_counter()]
         if pending_np is not None:
             pending_np[0] = 0
         init.launch()
-        if spent is not None:
+        if times is not None:
             _synchronize(self.device)
             t.append(time.perf_counter())
         # on the CPU the loop is skipped when every candidate started clean (unless the position history
         # must record the initial positions)
         if pending_np is None or pending_np[0] or self.hist is not None:
             iterate.launch()
-        if spent is not None:
+        if times is not None:
             _synchronize(self.device)
             t.append(time.perf_counter())
         finalize.launch()
-        if spent is not None:
+        if times is not None:
             _synchronize(self.device)
             t.append(time.perf_counter())
-            for s in range(3):
-                spent[s] += t[s + 1] - t[s]
+            times.append((t[1] - t[0], t[2] - t[1], t[3] - t[2]))
 
     def launch(self, times: list | None = None) -> None:
         if self.hist is not None:
