@@ -88,12 +88,12 @@ class ObjectPlacer:
     def __init__(self, params: ObjectPlacerParams | None = None,
                  extensions: list[PlacementExtension] | tuple[PlacementExtension, ...] | None = None):
         self.params = params or ObjectPlacerParams()
-        #: The extensions this placer was built with (a tuple; the default set when none were given).
         if extensions is None:
             # the composition root of the default set (a plain import: it imports the backends, none imports it)
             from isaaclab_arena.placement_extensions import default_extensions
 
             extensions = default_extensions()
+        #: The extensions this placer was built with (a tuple; the default set when none were given).
         self.extensions = checked_extensions(extensions)
         for ext in self.extensions:
             if ext.setup is not None:

@@ -424,7 +424,7 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
         T.sweep = int(uses_sweep(sc.n_mov))
         pair_of = box_pair_index(pairs, T.n_box_pairs, sc.n_mov, sc.n_all) if T.sweep else np.full((1, 1), -1, np.int32)
         T.pair_of = wp.array(pair_of, dtype=int, device=device)
-        T.sweep_pad = float(np.asarray(pair_f, np.float32)[:T.n_box_pairs, PairParam.CLEARANCE].max(initial=0.0))
+        T.sweep_pad = float(pair_f[:T.n_box_pairs, PairParam.CLEARANCE].max(initial=0.0))
         keep.append(T.pair_of)
         checkpoints = _device_array(list(sp.get_checkpoints()), int, None, device, keep)
     clearance = {"clearance"} if bool((pair_f[:, PairParam.CLEARANCE] > 0).any()) else set()  # judged on pairs with a clearance

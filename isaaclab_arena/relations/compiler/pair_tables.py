@@ -60,7 +60,6 @@ def overlap_pairs(n_mov: int, n_objects: int, fixed: list, solver_params, pinned
     return np.stack([i, j], axis=1).astype(np.int32), pair_f
 
 
-
 #: Scenes with at least this many relation-placed objects visit their box pairs by sort and sweep along X
 #: (``kernels/broad_phase.py``); below it, the pair list is cheaper to walk whole (measured: docs/BENCHMARKS.md).
 SWEEP_FROM_OBJECTS = 8

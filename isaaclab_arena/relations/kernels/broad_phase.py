@@ -1,6 +1,6 @@
 """Broad phase of large box scenes: sort and sweep along X, one candidate per thread (issue 21).
 
-In a scene with ``T.sweep`` set (many relation-placed objects, see ``compile_problem.SWEEP_FROM_OBJECTS``), the
+In a scene with ``T.sweep`` set (many relation-placed objects, see ``compiler/pair_tables.py::SWEEP_FROM_OBJECTS``), the
 axis-aligned pairs of two placed objects are visited through a per-candidate list of those objects sorted by
 the low X of their world boxes (``S.order`` / ``S.key``, (B, n_mov)), so that the pair work grows with the pairs
 whose X ranges come within reach of each other instead of with every pair; pairs with a fixed object are
@@ -8,35 +8,29 @@ visited per placed object through ``T.pair_of`` (few fixed objects in such scene
 farther apart along X than the pad the caller gives (its clearance, plus the solver's margin where pushes
 count), so it adds nothing to a loss, a push or a verdict; what it changes is only the order of the sums.
 
-The order is by (low X, object index), a unique order whatever the list held before, so a candidate's results
-do not depend on where its sort started (a fresh check starts from ``sweep_reset``; the solver keeps the
-previous iteration's order, nearly sorted already). Metres, env-local world frame.
+The order is by (low X, object index), a unique order whatever permutation the list held before, so a candidate's
+results do not depend on where its sort started: the list is allocated in index order
+(``tables.sweep_scratch``), only ever permuted after that, and the solver keeps the previous iteration's order,
+nearly sorted already. Metres, env-local world frame.
 """
 
 from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.tables import CandidateState, SceneTables
+from isaaclab_arena.relations.kernels.tables import CandidateState
 
 
 @wp.func
-def sweep_key(S: CandidateState, b: int, i: int) -> float:
-    """Low X (m) of placed object i's world box in candidate b."""
-    return S.x[b, i][0] + S.olo[b, i][0]
+def low_x(x: wp.array2d(dtype=wp.vec3), olo: wp.array2d(dtype=wp.vec3), b: int, i: int) -> float:
+    """Low X (m) of placed object i's world box in candidate b: the list's key."""
+    return x[b, i][0] + olo[b, i][0]
 
 
 @wp.func
 def before(ka: float, ia: int, kb: float, ib: int) -> bool:
     """Whether (key ka, object ia) sorts before (kb, ib)."""
     return ka < kb or (ka == kb and ia < ib)
-
-
-@wp.func
-def sweep_reset(T: SceneTables, S: CandidateState, b: int):
-    """The list of candidate b: every placed object, in index order (to be sorted)."""
-    for k in range(T.n_mov):
-        S.order[b, k] = k
 
 
 @wp.func
@@ -59,8 +53,7 @@ def sort_list(order: wp.array2d(dtype=int), key: wp.array2d(dtype=float), x: wp.
     """Sorts the first ``count`` entries of candidate b's list by (low X, index), keys refreshed from the
     current boxes (insertion sort: linear on a list that was nearly sorted)."""
     for k in range(count):
-        i = order[b, k]
-        key[b, k] = x[b, i][0] + olo[b, i][0]
+        key[b, k] = low_x(x, olo, b, order[b, k])
     for k in range(1, count):
         place_in_list(order, key, b, order[b, k], key[b, k], k)
 
@@ -75,7 +68,7 @@ def sweep_sort(S: CandidateState, b: int, count: int):
 def sweep_insert(S: CandidateState, b: int, i: int, count: int) -> int:
     """Inserts placed object i into the sorted first ``count`` entries of candidate b's list; returns the new
     count."""
-    place_in_list(S.order, S.key, b, i, sweep_key(S, b, i), count)
+    place_in_list(S.order, S.key, b, i, low_x(S.x, S.olo, b, i), count)
     return count + 1
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.broad_phase import sweep_reset
 from isaaclab_arena.relations.kernels.poses import solver_offsets
 from isaaclab_arena.relations.kernels.projection import project
 from isaaclab_arena.relations.kernels.settings import SolveSettings
@@ -43,8 +42,6 @@ def prepare_kernel(
         lo, hi = solver_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], T.obj_i[i][OI_RANDOM])
         S.olo[b, i] = lo
         S.ohi[b, i] = hi
-    if T.sweep != 0:
-        sweep_reset(T, S, b)  # the broad phase's list (sorted where it is used)
     st_none = wp.uint32(0)  # no redraw here
     for k in range(n):
         st_none = project(T, S, b, e, T.obj_i[k][OI_ORDER], 0, 0, st_none)

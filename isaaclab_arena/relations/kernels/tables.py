@@ -17,6 +17,8 @@ from __future__ import annotations
 from enum import IntEnum, IntFlag
 from typing import NamedTuple
 
+import numpy as np
+
 import warp as wp
 
 from isaaclab_arena.relations.kinds.kind import ROW_WIDTH, ParamRow, RoomRow
@@ -298,9 +300,14 @@ def is_box_scene(tables: SceneTables) -> bool:
 
 
 def sweep_scratch(st: CandidateState, tables: SceneTables, b: int, device: str) -> CandidateState:
-    """Sets the broad phase's per-candidate arrays of ``st``: (b, n_mov) in a scene with ``tables.sweep``, else
-    one-element placeholders. Returns ``st``."""
-    shape = (b, max(tables.n_mov, 1)) if tables.sweep else (1, 1)
-    st.order = wp.zeros(shape, dtype=int, device=device)
-    st.key = wp.zeros(shape, dtype=float, device=device)
+    """Sets the broad phase's per-candidate arrays of ``st``: (b, n_mov) in a scene with ``tables.sweep``, the
+    list of each candidate in index order (kernels only permute it), else one-element placeholders. Returns
+    ``st``."""
+    if tables.sweep:
+        n = max(tables.n_mov, 1)
+        st.order = wp.array(np.tile(np.arange(n, dtype=np.int32), (b, 1)), dtype=int, device=device)
+        st.key = wp.zeros((b, n), dtype=float, device=device)
+    else:
+        st.order = wp.zeros((1, 1), dtype=int, device=device)
+        st.key = wp.zeros((1, 1), dtype=float, device=device)
     return st

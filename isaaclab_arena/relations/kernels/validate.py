@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.broad_phase import sweep_reset
 from isaaclab_arena.relations.kernels.evaluate import evaluate_candidate, evaluate_candidate_general
 from isaaclab_arena.relations.kernels.geometry import rotated_offsets
 from isaaclab_arena.relations.kernels.tables import (
@@ -43,8 +42,6 @@ def _validate_kernel(general: bool):
             lo, hi = rotated_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i])
             S.olo[b, i] = lo
             S.ohi[b, i] = hi
-        if T.sweep != 0:
-            sweep_reset(T, S, b)  # the broad phase's list: a fresh state holds none
         O.loss[b] = wp.static(evaluate)(T, S, b, e, 1, O)
 
     return validate_kernel
