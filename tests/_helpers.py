@@ -1,9 +1,11 @@
-"""Helpers shared by the pooled-env test modules (tests/test_pooled_env*.py): build a real kit-less env
-from a tabletop YAML and read root poses back in env-local world frame."""
+"""Helpers shared by test modules: build a real kit-less env from a tabletop YAML and read root poses back in
+env-local world frame (the pooled-env tests), and run code in a fresh interpreter."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import torch
 
@@ -35,3 +37,11 @@ def build_pooled_env(spec, num_envs, tmp, **cfg):
     ctx.__enter__()
     env = builder.make_registered(env_cfg)
     return builder, env, ctx
+
+
+def fresh_interpreter_last_line(code: str, timeout: float = 300) -> str:
+    """Runs ``code`` with ``python -c`` in a fresh interpreter from the repository root (nothing imported yet);
+    asserts it exits 0 (showing the end of its stderr otherwise) and returns the last line it printed."""
+    out = subprocess.run([sys.executable, "-c", code], cwd=ARENA_ROOT, capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip().splitlines()[-1]

@@ -6,13 +6,12 @@ never changes another placer's checks."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from typing import ClassVar
 
 import pytest
 import torch
 
+from _helpers import fresh_interpreter_last_line
 from isaaclab_arena import ARENA_ROOT
 from isaaclab_arena.benchmarks.scenes import SCENES
 from isaaclab_arena.env_spec import ArenaEnvGraphSpec
@@ -69,9 +68,7 @@ def test_importing_a_backend_registers_nothing():
             "from isaaclab_arena.relations.validation.registry import registered_validators\n"
             "from isaaclab_arena.reachability.backends import registered_ik_backends\n"
             "print(sorted(registered_validators()), registered_ik_backends())\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ARENA_ROOT, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "[] ['newton']"
+    assert fresh_interpreter_last_line(code) == "[] ['newton']"
 
 
 def test_setup_runs_for_each_placer_built_with_the_extension():
