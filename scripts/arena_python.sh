@@ -11,6 +11,13 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 py=$("$repo/scripts/ensure_env.sh" | tail -n 1)
 export PYTHONUNBUFFERED=1
+# torch's OpenMP threads spin for milliseconds (GOMP's default, ~300,000 spins) after every parallel torch op, on
+# the cores the placer's threads need next: on 2 cores that halved boxes3's check pass at batch 65,536 and slowed
+# a reset's refill 1.4-1.7x. A short spin keeps torch's quick wake-up and frees the cores (docs/BENCHMARKS.md,
+# "OpenMP spin"). Yours wins: set GOMP_SPINCOUNT or OMP_WAIT_POLICY yourself and neither is touched.
+if [ -z "${GOMP_SPINCOUNT:-}" ] && [ -z "${OMP_WAIT_POLICY:-}" ]; then
+  export GOMP_SPINCOUNT=10000
+fi
 export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
 export ARENA_LAUNCHER="$repo/scripts/arena_python.sh"
 if [ $# -gt 0 ] && [[ "$1" != -* ]] && [[ "$1" != /* ]] && [ ! -e "$1" ] && [ -f "$repo/$1" ]; then

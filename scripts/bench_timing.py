@@ -81,14 +81,23 @@ def sustained_placement(placer, problem, env_ids, draws: list[int], timing: dict
     """``sustained`` over ``placer.place_problem(problem, env_ids, draw)`` calls, each with the next draw id
     (``draws[0]``, advanced in place so that successive batch sizes never repeat a draw), and the share of
     candidates that passed every required check over every call made (warm-up included)."""
+    import numpy as np
     import torch
 
     counts = {"valid": 0, "total": 0}
 
+    cpu = env_ids.device.type == "cpu"
+
     def run():
         draws[0] += 1
-        batch = placer.place_problem(problem, env_ids, torch.full_like(env_ids, draws[0]))
-        counts["valid"] += int(batch.passed.sum())  # also waits for the device
+        # the draw ids on the CPU through numpy: a torch fill this large would run on torch's OpenMP threads,
+        # which keep spinning for milliseconds on the cores the placer is about to use (a cost of this loop,
+        # not of the placer: see ``kernels/geometry.copy_into``)
+        draw = (torch.from_numpy(np.full(env_ids.shape[0], draws[0], dtype=np.int64)) if cpu
+                else torch.full_like(env_ids, draws[0]))
+        batch = placer.place_problem(problem, env_ids, draw)
+        passed = batch.passed
+        counts["valid"] += int(passed.numpy().sum() if cpu else passed.sum())  # also waits for the device
         counts["total"] += batch.passed.shape[0]
 
     s = sustained(run, **timing)

@@ -24,7 +24,7 @@ import torch
 import warp as wp
 
 from isaaclab_arena.relations.kernels import launch
-from isaaclab_arena.relations.kernels.geometry import ensure_warp, torch_stream
+from isaaclab_arena.relations.kernels.geometry import copy_into, ensure_warp, torch_stream
 from isaaclab_arena.relations.kernels.settings import HISTORY_EVERY, SolveSettings
 from isaaclab_arena.relations.kernels.tables import CandidateState, solve_outputs, sweep_scratch
 from isaaclab_arena.relations.kinds.dispatch import NUM_SLOTS
@@ -283,10 +283,10 @@ class RelationSolver:
                         self._spaces.clear()
                     parts = p.cpu_threads if (problem.device == "cpu" and b >= SPLIT_FROM) else 1
                     ws = self._spaces[key] = _FreshWorkspace(self, problem, b, max(1, parts))
-            ws.env.copy_(env_ids)
-            ws.draw.copy_(draw_ids)
+            copy_into(ws.env, env_ids)
+            copy_into(ws.draw, draw_ids)
             if problem.pools is not None:  # parked pool members start (and stay) at their parking spots
-                ws.start.copy_(problem.pools.start_positions(problem.placement_seed, env_ids, draw_ids))
+                copy_into(ws.start, problem.pools.start_positions(problem.placement_seed, env_ids, draw_ids))
             if b:
                 ws.launch(times)
             v = ws.out.snapshot()
@@ -312,10 +312,10 @@ class RelationSolver:
         out = OutputBuffers(b, max(n, 1), max(problem.num_relations, 1), dev)
         v = out.views(out.buf, out.bbuf)
         if n and positions is not None:
-            v["pos"][:, :n].copy_(positions)
-            v["rot"][:, :n].copy_(rotations)
+            copy_into(v["pos"][:, :n], positions)
+            copy_into(v["rot"][:, :n], rotations)
         elif n and problem.pools is not None:  # kernels that draw poses: parked pool members start parked
-            v["pos"][:, :n].copy_(problem.pools.start_positions(problem.placement_seed, env_ids, draw_ids))
+            copy_into(v["pos"][:, :n], problem.pools.start_positions(problem.placement_seed, env_ids, draw_ids))
         settings = self.settings(problem, do_post=do_post, write_checks=write_checks, max_iters=max_iters)
         hist = (torch.full((b, settings.history_slots, max(n, 1), 3), math.nan, device=dev)
                 if settings.history_slots > 0 else None)

@@ -31,6 +31,19 @@ def torch_stream(device: str):
     return contextlib.nullcontext()
 
 
+def copy_into(dst, src) -> None:
+    """``dst[...] = src`` (torch tensors, ``src`` broadcast to ``dst``). On the CPU through numpy, on one thread:
+    torch's own copy of a large tensor runs on its OpenMP threads, which then spin for milliseconds after the
+    copy on the very cores the placement threads are about to use (measured: half the check throughput of a
+    boxes3 batch of 65,536 on 2 cores). Elsewhere, or between dtypes, torch's ``copy_``."""
+    if dst.device.type == "cpu" and src.device.type == "cpu" and dst.dtype == src.dtype:
+        import numpy as np
+
+        np.copyto(dst.detach().numpy(), src.detach().numpy())
+    else:
+        dst.copy_(src)
+
+
 BIG = wp.constant(1.0e9)
 PI = wp.constant(3.14159265358979)
 #: An object whose origin is above this env-local z (m) is a parked pool member (``assets/object_pool.py``): the

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import torch
 import warp as wp
 
-from isaaclab_arena.relations.kernels.geometry import torch_stream
+from isaaclab_arena.relations.kernels.geometry import copy_into, torch_stream
 from isaaclab_arena.relations.kernels.tables import CandidateState, sweep_scratch
 from isaaclab_arena.relations.kernels.validate import validate_kernel_for
 from isaaclab_arena.relations.solving.placement_candidate import PlacementCandidateBatch
@@ -61,10 +62,10 @@ class _CheckWorkspace:
     def run(self, env_ids: torch.Tensor, positions: torch.Tensor, rotations: torch.Tensor) -> dict:
         """Checks the layouts; returns views of a copy of the outputs (the caller's batch owns them)."""
         n = self.problem.num_objects
-        self.env.copy_(env_ids)
+        copy_into(self.env, env_ids)
         if n:
-            self.v["pos"][:, :n].copy_(positions)
-            self.v["rot"][:, :n].copy_(rotations)
+            copy_into(self.v["pos"][:, :n], positions)
+            copy_into(self.v["rot"][:, :n], rotations)
         with torch_stream(self.problem.device):
             first, *rest = self.launches
             self.workers.run(first.launch, [cmd.launch for cmd in rest])
@@ -92,7 +93,9 @@ def evaluate_poses(problem: PlacementProblem, env_ids: torch.Tensor, positions: 
     ``threads``: CPU threads a batch of ``SPLIT_FROM`` or more is checked on (default: the available cores).
     The returned batch owns its tensors."""
     b = int(env_ids.shape[0])
-    draw_ids = torch.zeros_like(env_ids) if draw_ids is None else draw_ids
+    if draw_ids is None:  # on the CPU without torch's parallel fill (see copy_into)
+        draw_ids = (torch.from_numpy(np.zeros(b, dtype=np.int64)) if env_ids.device.type == "cpu"
+                    else torch.zeros_like(env_ids))
     if not b:
         out = OutputBuffers(0, max(problem.num_objects, 1), max(problem.num_relations, 1), problem.device)
         return batch_from_outputs(problem, env_ids, draw_ids, out.views(out.buf, out.bbuf), None)

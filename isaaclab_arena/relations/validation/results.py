@@ -96,7 +96,10 @@ class PlacementValidationResults:
         """(B,) bool: every required check passed."""
         if self.extra_required_failures is not None:
             return self.required_failures == 0
-        return (self.builtin_fail_bits & self.builtin_required_mask) == 0
+        bits = self.builtin_fail_bits
+        if bits.device.type == "cpu":  # one thread (torch's parallel ops leave their threads spinning: copy_into)
+            return torch.from_numpy((bits.numpy() & self.builtin_required_mask) == 0)
+        return (bits & self.builtin_required_mask) == 0
 
     def evaluated_mask(self, check: str) -> torch.Tensor:
         """(B,) bool: where ``check`` ran."""

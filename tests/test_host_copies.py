@@ -1,0 +1,124 @@
+"""Host-side work of the placement hot path on the CPU without torch's OpenMP threads (issue 21): torch runs a
+large copy, fill or comparison on its OpenMP threads, which then keep spinning for milliseconds on the cores the
+placement threads are about to use (boxes3 at batch 65,536: the check pass went from 5 to 11 M layouts/s on
+2 cores once its copies went through numpy). Shown here: ``copy_into`` writes exactly what ``Tensor.copy_``
+writes (strided views, broadcasting, ids, dtype conversion) and refuses what it refuses; the numpy form of
+``passed`` equals the torch expression for every bit pattern; a batch large enough for torch's parallel path
+gets the verdicts and ids of the same layouts checked in small pieces."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+import torch
+
+from isaaclab_arena.benchmarks.scenes import SCENES
+from isaaclab_arena.relations.kernels.geometry import copy_into
+from isaaclab_arena.relations.kinds import CHECK_SLOTS
+from isaaclab_arena.relations.object_placer import ObjectPlacer
+from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
+from isaaclab_arena.relations.solving.evaluation import evaluate_poses
+from isaaclab_arena.relations.validation.results import PlacementValidationResults
+
+from _outside import LAUNCHER
+
+
+def _pair(dst_shape, src, view=None):
+    """(what copy_into wrote, what Tensor.copy_ wrote) into zero tensors of ``dst_shape`` (optionally a view)."""
+    outs = []
+    for fn in (copy_into, lambda d, s: d.copy_(s)):
+        dst = torch.zeros(dst_shape, dtype=torch.float32 if src.is_floating_point() else src.dtype)
+        fn(dst if view is None else view(dst), src)
+        outs.append(dst)
+    return outs
+
+
+@pytest.mark.parametrize("case", ["contiguous", "transposed", "broadcast", "strided_dst", "ids", "float64"])
+def test_copy_into_writes_what_copy_writes(case):
+    g = torch.Generator().manual_seed(7)
+    if case == "contiguous":
+        got, want = _pair((50_000, 3), torch.rand(50_000, 3, generator=g))
+    elif case == "transposed":  # a non-contiguous source
+        got, want = _pair((50_000, 3), torch.rand(3, 50_000, generator=g).t())
+    elif case == "broadcast":  # one row into every row
+        got, want = _pair((4_000, 5, 3), torch.tensor([0.1, -0.2, 0.3]))
+    elif case == "strided_dst":  # the workspaces' pos[:, :n] views
+        got, want = _pair((12_000, 6, 3), torch.rand(12_000, 4, 3, generator=g), view=lambda d: d[:, :4])
+        assert torch.count_nonzero(got[:, 4:]) == 0
+    elif case == "ids":
+        got, want = _pair((70_000,), torch.randint(0, 2**40, (70_000,), generator=g))
+    else:  # another dtype: torch's conversion
+        got, want = _pair((40_000, 3), torch.rand(40_000, 3, dtype=torch.float64, generator=g))
+    assert got.dtype == want.dtype
+    assert torch.equal(got, want)
+    assert torch.count_nonzero(got) > 0
+
+
+def test_copy_into_owns_its_values_and_takes_grad_tensors():
+    src = torch.rand(40_000, 3, requires_grad=True)
+    dst = torch.zeros(40_000, 3)
+    copy_into(dst, src)
+    with torch.no_grad():
+        src.add_(1.0)
+    assert torch.equal(dst + 1.0, src.detach())
+
+
+@pytest.mark.parametrize("src_shape", [(40_000, 2), (39_999, 3), (2, 40_000, 3)])
+def test_copy_into_refuses_shapes_copy_refuses(src_shape):
+    dst = torch.zeros(40_000, 3)
+    with pytest.raises(RuntimeError):
+        torch.zeros(40_000, 3).copy_(torch.zeros(src_shape))
+    with pytest.raises((RuntimeError, ValueError)):
+        copy_into(dst, torch.ones(src_shape))
+    assert torch.count_nonzero(dst) == 0  # nothing half-written
+
+
+def test_passed_on_the_cpu_equals_the_torch_expression():
+    width = len(CHECK_SLOTS)
+    bits = torch.arange(1 << width, dtype=torch.int32).repeat(40)  # every bit pattern, past torch's parallel size
+    for mask in (0, 1, (1 << width) - 1, 0b1010 & ((1 << width) - 1), 1 << (width - 1)):
+        res = PlacementValidationResults(checks=(), required=(), builtin_checks=(),
+                                         builtin_verdicts=torch.ones(bits.shape[0], width, dtype=torch.bool),
+                                         builtin_fail_bits=bits, builtin_required_mask=mask, builtin_optional_mask=0)
+        got = res.passed
+        assert got.dtype == torch.bool and got.shape == bits.shape
+        assert torch.equal(got, (bits & mask) == 0)
+        assert int(got.sum()) == sum(1 for b in range(1 << width) if not b & mask) * 40
+
+
+def test_large_batch_checks_like_small_pieces():
+    """40,000 layouts (positions 360,000 floats: torch's parallel path) in one call and in 10 calls of 4,000."""
+    placer = ObjectPlacer(ObjectPlacerParams(placement_seed=3, solver_params=RelationSolverParams(verbose=False)),
+                          extensions=[])
+    b = 40_000
+    problem = placer.compile(SCENES["boxes3"](), b)
+    env = torch.arange(b)
+    solved = placer.place_problem(problem, env, torch.zeros_like(env))
+    pos = solved.positions.clone()
+    pos[::3, 0] = pos[::3, 1]  # a third of them with two boxes on one spot
+    rot = solved.rotations.clone()
+    whole = placer.validate(problem, evaluate_poses(problem, env, pos, rot))
+    pieces = [placer.validate(problem, evaluate_poses(problem, env[k:k + 4_000], pos[k:k + 4_000], rot[k:k + 4_000]))
+              for k in range(0, b, 4_000)]
+    assert torch.equal(whole.passed, torch.cat([p.passed for p in pieces]))
+    assert torch.equal(whole.solved.positions, pos)
+    assert whole.solved.draw_ids.dtype == torch.int64 and torch.count_nonzero(whole.solved.draw_ids) == 0
+    assert int((~whole.passed[::3]).sum()) == len(range(0, b, 3))
+    assert bool(whole.passed[1::3].all())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("given, expected", [({}, "10000 None"), ({"GOMP_SPINCOUNT": "0"}, "0 None"),
+                                             ({"OMP_WAIT_POLICY": "ACTIVE"}, "None ACTIVE")])
+def test_the_launcher_shortens_openmp_spin_unless_the_user_chose(tmp_path, given, expected):
+    """``scripts/arena_python.sh`` sets GOMP_SPINCOUNT=10000 (torch's OpenMP threads then stop spinning after a few
+    hundred microseconds instead of milliseconds) and leaves a user's GOMP_SPINCOUNT or OMP_WAIT_POLICY alone."""
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    out = subprocess.run([LAUNCHER, "-c", "import os; print(os.environ.get('GOMP_SPINCOUNT'), "
+                          "os.environ.get('OMP_WAIT_POLICY'))"], cwd=tmp_path, env={**env, **given},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == expected
