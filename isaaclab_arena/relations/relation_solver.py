@@ -144,10 +144,11 @@ class _FreshWorkspace:
             st.x = wp.from_torch(v["pos"][r0:r1], dtype=wp.vec3)
             st.rot = wp.from_torch(v["rot"][r0:r1], dtype=wp.quat)
             pending = wp.zeros(1, dtype=int, device=dev)
+            dim, rows, count = launch.launch_rows(r1 - r0, dev)
             inputs = [problem.tables, st, settings, wp.from_torch(self.env[r0:r1]), wp.from_torch(self.draw[r0:r1]),
-                      self.out.outputs(dev, v, r0, r1, pending, self.hist)]
+                      self.out.outputs(dev, v, r0, r1, pending, self.hist), rows, count]
             self._keep.append((st, inputs))
-            self.parts.append(([wp.launch(k, dim=r1 - r0, device=dev, record_cmd=True, inputs=inputs)
+            self.parts.append(([wp.launch(k, dim=dim, device=dev, record_cmd=True, inputs=inputs)
                                 for k in launch.fresh(problem.tables)], pending, pending.numpy() if dev == "cpu" else None))
         self.workers = solver.workers(len(self.parts) - 1)
 
@@ -325,10 +326,11 @@ class RelationSolver:
                 st.x = wp.from_torch(v["pos"], dtype=wp.vec3)
                 st.rot = wp.from_torch(v["rot"], dtype=wp.quat)
                 pending = wp.zeros(1, dtype=int, device=dev)
+                dim, rows, count = launch.launch_rows(b, dev)
                 inputs = [problem.tables, st, settings, wp.from_torch(env_ids), wp.from_torch(draw_ids),
-                          out.outputs(dev, v, 0, b, pending, hist)]
+                          out.outputs(dev, v, 0, b, pending, hist), rows, count]
                 for k in kernels:
-                    wp.launch(k, dim=b, device=dev, inputs=inputs)
+                    wp.launch(k, dim=dim, device=dev, inputs=inputs)
         hist = None if hist is None else hist[:, :, :n]
         self.last_position_history = hist
         return batch_from_outputs(problem, env_ids, draw_ids, v, hist, evaluated=write_checks)

@@ -1,6 +1,13 @@
 """The kernels of one solve, in launch order on one argument list. Scenes with OBB / MESH pairs or MESH
 support terms launch the general variants of the kernels that evaluate those (init, iterate, finalize); box scenes keep
-the smaller kernels the CPU compiler inlines."""
+the smaller kernels the CPU compiler inlines.
+
+Every kernel of a solve or a check takes its candidates in runs (its last two arguments, ``rows`` and ``count``):
+thread t handles candidates [t * rows, min((t + 1) * rows, count)). On a GPU a run is one candidate (one thread
+each); on the CPU, where warp calls the kernel once per thread index and each call loads the kernel's arguments
+anew (hundreds of fields of the scene tables and the state), a run of ``CPU_ROWS_PER_TASK`` candidates shares one
+call: boxes3's check pass 1.3x faster at 16,384 and 65,536 layouts. A candidate's result does not depend on the run
+it is in."""
 
 from __future__ import annotations
 
@@ -27,3 +34,14 @@ def fresh(tables) -> tuple:
 def given(tables) -> tuple:
     """The kernels of a solve of given candidates of a problem whose ``SceneTables`` are ``tables``."""
     return GIVEN if is_box_scene(tables) else GIVEN_GENERAL
+
+
+#: Candidates per kernel call on the CPU (one thread each on a GPU).
+CPU_ROWS_PER_TASK = 64
+
+
+def launch_rows(count: int, device) -> tuple[int, int, int]:
+    """(launch dim, rows, count): the launch shape of ``count`` candidates on ``device``; ``rows`` and ``count``
+    are the kernels' last two arguments."""
+    rows = CPU_ROWS_PER_TASK if str(device) == "cpu" else 1
+    return (count + rows - 1) // rows, rows, count

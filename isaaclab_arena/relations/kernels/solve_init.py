@@ -69,125 +69,129 @@ def _init_kernel(general: bool):
         draw_ids: wp.array(dtype=wp.int64),
         # Data out:
         O: SolveOutputs,
+        # Candidates [tid * rows, min((tid + 1) * rows, count)) per thread (``launch.py``):
+        rows: int,
+        count: int,
     ):
         """Initial candidate b: rotations, then positions in parents-first order, each object drawn uniformly over
         what its relations allow (``projection.py::draw_pose``), projected onto its relation intervals (a movable
         parent whose relation cannot be met is shifted), ClutterOn releases raised; of ``init_tries`` draws the
         first free of penetration with what is already placed is kept, else the least penetrating."""
-        b = wp.tid()
-        e = int(env_ids[b])
-        st = candidate_rng(P.seed, e, int(draw_ids[b]))
-        n = T.n_mov
-        zero = wp.vec3(0.0)
-        for i in range(n):
-            of = T.obj_f[i]
-            q = wp.quat(of[OF_QX], of[OF_QX + 1], of[OF_QX + 2], of[OF_QX + 3])
-            if T.obj_i[i][OI_YAW] == YAW_RANDOM:
-                q = yaw_quat(wp.randf(st, -PI, PI)) * q
-            S.rot[b, i] = q
-            if (T.obj_i[i][OI_FLAGS] & FLAG_ROTATED) != 0:
-                lo, hi = solver_offsets(q, T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], T.obj_i[i][OI_RANDOM])
-                S.olo[b, i] = lo
-                S.ohi[b, i] = hi
-            else:
-                S.olo[b, i] = T.local_lo[e, i]
-                S.ohi[b, i] = T.local_hi[e, i]
-            if not parked(S.x[b, i]):  # a parked pool member starts (and stays) at its parking spot
-                slo, shi = obj_bounds(T, S, b, e, T.obj_i[i][OI_SUPPORT])
-                S.x[b, i] = 0.5 * (slo + shi)
-        clean = int(T.init_exact)
-        # broad phase (T.sweep): the placed objects, sorted by low X, grow by one as each is placed
-        count = int(0)
-        wmax = float(0.0)
-        for k in range(n):
-            i = T.obj_i[k][OI_ORDER]
-            if parked(S.x[b, i]):
-                if T.sweep != 0:
-                    count = sweep_insert(S, b, i, count)
-                continue
-            oi = T.obj_i[i]
-            rank_i = oi[OI_RANK]
-            cl = oi[OI_CLUTTER]
-            # a ClutterOn release with random yaw draws a fresh yaw on every try after the first, so a
-            # footprint that does not fit the release region at one heading can fit at another
-            turn = cl >= 0 and oi[OI_YAW] == YAW_RANDOM
-            best = S.x[b, i]
-            best_rot = S.rot[b, i]
-            best_pen = float(BIG)
-            best_score = float(BIG)
-            for t in range(P.init_tries):
-                if turn and t > 0:
-                    of = T.obj_f[i]
-                    q = yaw_quat(wp.randf(st, -PI, PI)) * wp.quat(of[0], of[1], of[2], of[3])
-                    S.rot[b, i] = q
-                    lo, hi = solver_offsets(q, T.local_lo[e, i], T.local_hi[e, i], of, oi[OI_RANDOM])
+        b0 = wp.tid() * rows
+        for b in range(b0, wp.min(b0 + rows, count)):
+            e = int(env_ids[b])
+            st = candidate_rng(P.seed, e, int(draw_ids[b]))
+            n = T.n_mov
+            zero = wp.vec3(0.0)
+            for i in range(n):
+                of = T.obj_f[i]
+                q = wp.quat(of[OF_QX], of[OF_QX + 1], of[OF_QX + 2], of[OF_QX + 3])
+                if T.obj_i[i][OI_YAW] == YAW_RANDOM:
+                    q = yaw_quat(wp.randf(st, -PI, PI)) * q
+                S.rot[b, i] = q
+                if (T.obj_i[i][OI_FLAGS] & FLAG_ROTATED) != 0:
+                    lo, hi = solver_offsets(q, T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], T.obj_i[i][OI_RANDOM])
                     S.olo[b, i] = lo
                     S.ohi[b, i] = hi
-                # draw i over what its relations allow; a FaceTo subject turns toward its target from there and is
-                # re-projected with the turned bounds; a movable parent that i's relation cannot be met beside is
-                # shifted and re-projected, then i again. One projection call site (so it inlines).
-                target = i
-                step = int(0)
-                moved_placed = int(0)  # objects already in the broad phase's list turned or shifted
-                while step >= 0:
-                    st = project(T, S, b, e, target, 1, int(step == 0), st)
-                    nxt = int(-1)
-                    if step == 0 and oi[OI_YAW] == YAW_FACE_TO:
-                        face_to_update(T, S, b, e)
-                        moved_placed = 1
-                        nxt = 1
-                    elif step <= 1 and (oi[OI_FLAGS] & FLAG_MOVABLE_PARENT) != 0:
-                        target = repair_shift(T, S, b, e, i)
-                        if target >= 0:
-                            moved_placed = 1
-                            nxt = 2
-                    elif step == 2:
-                        target = i
-                        nxt = 3
-                    step = nxt
-                # the try kept is the one with the least penetration, then the least release-region miss
-                # (which solving cannot repair: it does not turn objects)
-                miss = float(0.0)
-                if cl >= 0:
-                    clutter_raise(T, S, b, e, i, rank_i, T.rel_f[cl][clutter_on.GAP])
-                    miss = clutter_miss(T, S, b, e, cl)
-                pen = float(0.0)
-                if T.sweep != 0:
-                    if moved_placed != 0:
-                        wmax = sweep_refresh(S, b, count)
-                    pen = placed_penetration_sweep(T, S, b, e, i, count, wmax)
                 else:
-                    pen = placed_penetration(T, S, b, e, i, rank_i)
-                if (oi[OI_FLAGS] & FLAG_PENALISED) != 0:
-                    pen += placed_relation_penalty(T, S, b, e, i, rank_i)
-                if wp.static(general):
-                    if (oi[OI_FLAGS] & FLAG_GENERAL_PAIRS) != 0:
-                        pen += placed_general(T, S, b, e, i, rank_i)
-                score = pen + miss
-                if score < best_score:
-                    best_score = score
-                    best_pen = pen
-                    best = S.x[b, i]
-                    best_rot = S.rot[b, i]
-                if score <= 0.0:
-                    break
-            if best_pen > 0.0:
-                clean = 0
-            S.x[b, i] = best
-            if oi[OI_YAW] == YAW_FACE_TO or turn:
-                S.rot[b, i] = best_rot
-                lo, hi = solver_offsets(best_rot, T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], oi[OI_RANDOM])
-                S.olo[b, i] = lo
-                S.ohi[b, i] = hi
-            if T.sweep != 0:
-                count = sweep_insert(S, b, i, count)
-                wmax = wp.max(wmax, sweep_width(S, b, i))
-        O.iters[b] = -clean
-        if clean == 0:
-            wp.atomic_add(O.pending, 0, 1)
-        for i in range(n):
-            S.m[b, i] = zero
-            S.v[b, i] = zero
+                    S.olo[b, i] = T.local_lo[e, i]
+                    S.ohi[b, i] = T.local_hi[e, i]
+                if not parked(S.x[b, i]):  # a parked pool member starts (and stays) at its parking spot
+                    slo, shi = obj_bounds(T, S, b, e, T.obj_i[i][OI_SUPPORT])
+                    S.x[b, i] = 0.5 * (slo + shi)
+            clean = int(T.init_exact)
+            # broad phase (T.sweep): the placed objects, sorted by low X, grow by one as each is placed
+            count = int(0)
+            wmax = float(0.0)
+            for k in range(n):
+                i = T.obj_i[k][OI_ORDER]
+                if parked(S.x[b, i]):
+                    if T.sweep != 0:
+                        count = sweep_insert(S, b, i, count)
+                    continue
+                oi = T.obj_i[i]
+                rank_i = oi[OI_RANK]
+                cl = oi[OI_CLUTTER]
+                # a ClutterOn release with random yaw draws a fresh yaw on every try after the first, so a
+                # footprint that does not fit the release region at one heading can fit at another
+                turn = cl >= 0 and oi[OI_YAW] == YAW_RANDOM
+                best = S.x[b, i]
+                best_rot = S.rot[b, i]
+                best_pen = float(BIG)
+                best_score = float(BIG)
+                for t in range(P.init_tries):
+                    if turn and t > 0:
+                        of = T.obj_f[i]
+                        q = yaw_quat(wp.randf(st, -PI, PI)) * wp.quat(of[0], of[1], of[2], of[3])
+                        S.rot[b, i] = q
+                        lo, hi = solver_offsets(q, T.local_lo[e, i], T.local_hi[e, i], of, oi[OI_RANDOM])
+                        S.olo[b, i] = lo
+                        S.ohi[b, i] = hi
+                    # draw i over what its relations allow; a FaceTo subject turns toward its target from there and is
+                    # re-projected with the turned bounds; a movable parent that i's relation cannot be met beside is
+                    # shifted and re-projected, then i again. One projection call site (so it inlines).
+                    target = i
+                    step = int(0)
+                    moved_placed = int(0)  # objects already in the broad phase's list turned or shifted
+                    while step >= 0:
+                        st = project(T, S, b, e, target, 1, int(step == 0), st)
+                        nxt = int(-1)
+                        if step == 0 and oi[OI_YAW] == YAW_FACE_TO:
+                            face_to_update(T, S, b, e)
+                            moved_placed = 1
+                            nxt = 1
+                        elif step <= 1 and (oi[OI_FLAGS] & FLAG_MOVABLE_PARENT) != 0:
+                            target = repair_shift(T, S, b, e, i)
+                            if target >= 0:
+                                moved_placed = 1
+                                nxt = 2
+                        elif step == 2:
+                            target = i
+                            nxt = 3
+                        step = nxt
+                    # the try kept is the one with the least penetration, then the least release-region miss
+                    # (which solving cannot repair: it does not turn objects)
+                    miss = float(0.0)
+                    if cl >= 0:
+                        clutter_raise(T, S, b, e, i, rank_i, T.rel_f[cl][clutter_on.GAP])
+                        miss = clutter_miss(T, S, b, e, cl)
+                    pen = float(0.0)
+                    if T.sweep != 0:
+                        if moved_placed != 0:
+                            wmax = sweep_refresh(S, b, count)
+                        pen = placed_penetration_sweep(T, S, b, e, i, count, wmax)
+                    else:
+                        pen = placed_penetration(T, S, b, e, i, rank_i)
+                    if (oi[OI_FLAGS] & FLAG_PENALISED) != 0:
+                        pen += placed_relation_penalty(T, S, b, e, i, rank_i)
+                    if wp.static(general):
+                        if (oi[OI_FLAGS] & FLAG_GENERAL_PAIRS) != 0:
+                            pen += placed_general(T, S, b, e, i, rank_i)
+                    score = pen + miss
+                    if score < best_score:
+                        best_score = score
+                        best_pen = pen
+                        best = S.x[b, i]
+                        best_rot = S.rot[b, i]
+                    if score <= 0.0:
+                        break
+                if best_pen > 0.0:
+                    clean = 0
+                S.x[b, i] = best
+                if oi[OI_YAW] == YAW_FACE_TO or turn:
+                    S.rot[b, i] = best_rot
+                    lo, hi = solver_offsets(best_rot, T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], oi[OI_RANDOM])
+                    S.olo[b, i] = lo
+                    S.ohi[b, i] = hi
+                if T.sweep != 0:
+                    count = sweep_insert(S, b, i, count)
+                    wmax = wp.max(wmax, sweep_width(S, b, i))
+            O.iters[b] = -clean
+            if clean == 0:
+                wp.atomic_add(O.pending, 0, 1)
+            for i in range(n):
+                S.m[b, i] = zero
+                S.v[b, i] = zero
 
     return init_kernel
 

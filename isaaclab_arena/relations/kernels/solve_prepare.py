@@ -29,25 +29,29 @@ def prepare_kernel(
     draw_ids: wp.array(dtype=wp.int64),
     # Data out:
     O: SolveOutputs,
+    # Candidates [tid * rows, min((tid + 1) * rows, count)) per thread (``launch.py``):
+    rows: int,
+    count: int,
 ):
     """The candidate's own positions and rotations: bounds refit, origins projected onto the relation
     intervals, Adam moments cleared (solving from given candidates)."""
-    b = wp.tid()
-    e = int(env_ids[b])
-    n = T.n_mov
-    zero = wp.vec3(0.0)
-    O.iters[b] = 0
-    wp.atomic_add(O.pending, 0, 1)
-    for i in range(n):
-        lo, hi = solver_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], T.obj_i[i][OI_RANDOM])
-        S.olo[b, i] = lo
-        S.ohi[b, i] = hi
-    st_none = wp.uint32(0)  # no redraw here
-    for k in range(n):
-        st_none = project(T, S, b, e, T.obj_i[k][OI_ORDER], 0, 0, st_none)
-    for i in range(n):
-        S.m[b, i] = zero
-        S.v[b, i] = zero
+    b0 = wp.tid() * rows
+    for b in range(b0, wp.min(b0 + rows, count)):
+        e = int(env_ids[b])
+        n = T.n_mov
+        zero = wp.vec3(0.0)
+        O.iters[b] = 0
+        wp.atomic_add(O.pending, 0, 1)
+        for i in range(n):
+            lo, hi = solver_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i], T.obj_f[i], T.obj_i[i][OI_RANDOM])
+            S.olo[b, i] = lo
+            S.ohi[b, i] = hi
+        st_none = wp.uint32(0)  # no redraw here
+        for k in range(n):
+            st_none = project(T, S, b, e, T.obj_i[k][OI_ORDER], 0, 0, st_none)
+        for i in range(n):
+            S.m[b, i] = zero
+            S.v[b, i] = zero
 
 
 track_kind_sources(__name__)

@@ -32,17 +32,21 @@ def _validate_kernel(general: bool):
         env_ids: wp.array(dtype=wp.int64),
         # Data out:
         O: SolveOutputs,
+        # Candidates [tid * rows, min((tid + 1) * rows, count)) per thread (``launch.py``):
+        rows: int,
+        count: int,
     ):
         """Refits each object's bounds to its rotation, then writes per-relation excess/cause, the worst
         overlapping pair, one verdict per check slot and the loss of the layout (``O``'s solver-only fields
         are unused)."""
-        b = wp.tid()
-        e = int(env_ids[b])
-        for i in range(T.n_mov):
-            lo, hi = rotated_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i])
-            S.olo[b, i] = lo
-            S.ohi[b, i] = hi
-        O.loss[b] = wp.static(evaluate)(T, S, b, e, 1, O)
+        b0 = wp.tid() * rows
+        for b in range(b0, wp.min(b0 + rows, count)):
+            e = int(env_ids[b])
+            for i in range(T.n_mov):
+                lo, hi = rotated_offsets(S.rot[b, i], T.local_lo[e, i], T.local_hi[e, i])
+                S.olo[b, i] = lo
+                S.ohi[b, i] = hi
+            O.loss[b] = wp.static(evaluate)(T, S, b, e, 1, O)
 
     return validate_kernel
 

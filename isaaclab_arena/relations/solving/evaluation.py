@@ -12,6 +12,7 @@ import torch
 import warp as wp
 
 from isaaclab_arena.relations.kernels.geometry import copy_into, torch_stream
+from isaaclab_arena.relations.kernels.launch import launch_rows
 from isaaclab_arena.relations.kernels.tables import CandidateState, sweep_scratch
 from isaaclab_arena.relations.kernels.validate import validate_kernel_for
 from isaaclab_arena.relations.solving.placement_candidate import PlacementCandidateBatch
@@ -53,10 +54,11 @@ class _CheckWorkspace:
                 st.ohi = wp.empty((r1 - r0, n), dtype=wp.vec3, device=dev)
                 st.m = st.v = st.g = st.ilo = st.ihi = wp.empty((1, 1), dtype=wp.vec3, device=dev)
                 sweep_scratch(st, problem.tables, r1 - r0, dev)
+                dim, rows, count = launch_rows(r1 - r0, dev)
                 inputs = [problem.tables, st, wp.from_torch(self.env[r0:r1]),
-                          self.out.outputs(dev, self.v, r0, r1, None, None)]
+                          self.out.outputs(dev, self.v, r0, r1, None, None), rows, count]
                 self._keep.append((st, inputs))
-                self.launches.append(wp.launch(kernel, dim=r1 - r0, device=dev, inputs=inputs, record_cmd=True))
+                self.launches.append(wp.launch(kernel, dim=dim, device=dev, inputs=inputs, record_cmd=True))
         self.workers = _workers(len(self.launches) - 1)
 
     def run(self, env_ids: torch.Tensor, positions: torch.Tensor, rotations: torch.Tensor) -> dict:
