@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 
 import pytest
 import torch
@@ -122,3 +123,36 @@ def test_the_launcher_shortens_openmp_spin_unless_the_user_chose(tmp_path, given
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == expected
+
+
+_SOLVE_TWICE = """
+import torch
+from isaaclab_arena.benchmarks.scenes import SCENES
+from isaaclab_arena.relations.object_placer import ObjectPlacer
+from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
+placer = ObjectPlacer(ObjectPlacerParams(solver_params=RelationSolverParams(verbose={verbose})), extensions=[])
+problem = placer.compile(SCENES["boxes3"](), 8)
+for draw in range(2):
+    env = torch.arange(512) % 8
+    assert bool(placer.place_problem(problem, env, torch.full_like(env, draw)).passed.all())
+print("solved")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("given, verbose, notices", [({}, True, 1), ({"GOMP_SPINCOUNT": "10000"}, True, 0),
+                                                     ({"OMP_WAIT_POLICY": "PASSIVE"}, True, 0), ({}, False, 0)])
+def test_a_placer_started_without_the_launcher_says_how_to_stop_the_spin(tmp_path, given, verbose, notices):
+    """A Python started without the launcher's setting, whose placer splits CPU batches over threads, prints the
+    one-line note once (two solves); not when GOMP_SPINCOUNT or OMP_WAIT_POLICY is set, nor with verbose off."""
+    from isaaclab_arena import ARENA_ROOT
+    from isaaclab_arena.relations.solving.solver_workers import OPENMP_SPIN_NOTICE
+
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    env.update(given, PYTHONPATH=ARENA_ROOT)
+    out = subprocess.run([sys.executable, "-c", _SOLVE_TWICE.format(verbose=verbose)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "solved"
+    assert out.stdout.count(OPENMP_SPIN_NOTICE) == notices, out.stdout[-2000:]

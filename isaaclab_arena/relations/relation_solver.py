@@ -31,7 +31,7 @@ from isaaclab_arena.relations.kinds.dispatch import NUM_SLOTS
 from isaaclab_arena.relations.solving.placement_candidate import PlacementCandidateBatch
 from isaaclab_arena.relations.compiler.placement_problem import PlacementProblem
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
-from isaaclab_arena.relations.solving.solver_workers import WorkerPool
+from isaaclab_arena.relations.solving.solver_workers import WorkerPool, openmp_spin_notice
 
 #: On the CPU a batch is split over ``cpu_threads`` threads from this many candidates on.
 SPLIT_FROM = 256
@@ -283,6 +283,8 @@ class RelationSolver:
                     if len(self._spaces) > 32:
                         self._spaces.clear()
                     parts = p.cpu_threads if (problem.device == "cpu" and b >= SPLIT_FROM) else 1
+                    if parts > 1 and p.verbose:
+                        openmp_spin_notice()
                     ws = self._spaces[key] = _FreshWorkspace(self, problem, b, max(1, parts))
             copy_into(ws.env, env_ids)
             copy_into(ws.draw, draw_ids)

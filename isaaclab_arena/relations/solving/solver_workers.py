@@ -3,7 +3,15 @@ so N threads run kernels on N cores)."""
 
 from __future__ import annotations
 
+import os
 import threading
+
+#: Printed once per process by :func:`openmp_spin_notice`.
+OPENMP_SPIN_NOTICE = ("[placement] note: torch's OpenMP threads spin for milliseconds after each parallel torch op, "
+                      "on the cores the placer's threads use (up to 2x slower placement on a small CPU); start "
+                      "Python with GOMP_SPINCOUNT=10000 (scripts/arena_python.sh does), see docs/SOLVER.md, "
+                      "'Host side'")
+_spin_noticed = False
 
 
 class _Worker:
@@ -54,3 +62,17 @@ class WorkerPool:
         finally:
             for w in self.workers[:len(rest)]:
                 w.join()
+
+
+def openmp_spin_notice() -> None:
+    """Prints :data:`OPENMP_SPIN_NOTICE` once per process when a placer splits a CPU batch over threads while
+    torch runs parallel ops on more than one thread and neither ``GOMP_SPINCOUNT`` nor ``OMP_WAIT_POLICY`` is
+    set (torch read them when it loaded; setting them now changes nothing)."""
+    global _spin_noticed
+    if _spin_noticed or os.environ.get("GOMP_SPINCOUNT") or os.environ.get("OMP_WAIT_POLICY"):
+        return
+    import torch
+
+    if torch.get_num_threads() > 1:
+        _spin_noticed = True
+        print(OPENMP_SPIN_NOTICE, flush=True)
