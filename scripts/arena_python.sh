@@ -8,6 +8,8 @@
 # `-m torch.distributed.run ... <script> ...` (torchrun). This checkout comes first on PYTHONPATH, so it
 # wins over whichever checkout the shared environment was created from.
 set -euo pipefail
+# a Ctrl-C before Python starts (the environment check below): the runners' one line and status 130
+trap 'echo interrupted >&2; exit 130' INT
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 py=$("$repo/scripts/ensure_env.sh" | tail -n 1)
 export PYTHONUNBUFFERED=1

@@ -172,6 +172,68 @@ def test_ctrl_c_at_any_moment_is_one_line(tmp_path, after_s):
     assert leftovers == []
 
 
+_CTRL_C_IN_THE_FIRST_IMPORT = """
+import os, signal, sys
+
+
+class CtrlCAtTheFirstImport:
+    # a Ctrl-C that lands while the runner imports the module that installs its handler (seen under load)
+    def find_spec(self, name, path=None, target=None):
+        if name == "isaaclab_arena.utils.interrupts":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+
+sys.meta_path.insert(0, CtrlCAtTheFirstImport())
+"""
+
+_RUNNERS = ["isaaclab_arena/scripts/environment_runner.py", "isaaclab_arena/scripts/record_placement_layouts.py",
+            "isaaclab_arena/scripts/record_many.py", "isaaclab_arena/scripts/export_layout_usd.py",
+            "isaaclab_arena/scripts/train_rsl_rl.py", "isaaclab_arena/evaluation/policy_runner.py",
+            "isaaclab_arena/evaluation/eval_runner.py", "isaaclab_arena/evaluation/policy_server.py"]
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_before_the_handler_is_in_place_is_one_line(tmp_path):
+    """Every runner holds a Ctrl-C that lands before its handler is installed (here: inside the import of the
+    handler's own module, through a site hook) and reports it in one line with status 130, running nothing else."""
+    from isaaclab_arena.utils.interrupts import INTERRUPTED_STATUS
+
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_CTRL_C_IN_THE_FIRST_IMPORT)
+    env = {**os.environ, "PYTHONPATH": str(hook)}
+    found = sorted(os.path.relpath(os.path.join(d, f), ARENA_ROOT)
+                   for d, _, files in os.walk(os.path.join(ARENA_ROOT, "isaaclab_arena")) for f in files
+                   if f.endswith(".py") and "quiet_interrupts()" in open(os.path.join(d, f)).read()
+                   and not f == "interrupts.py")
+    assert found == sorted(_RUNNERS)
+    for runner in _RUNNERS:
+        out = subprocess.run([LAUNCHER, os.path.join(ARENA_ROOT, runner), "--help"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == INTERRUPTED_STATUS, (runner, out.returncode, out.stderr[-1500:])
+        assert out.stderr.splitlines() == ["interrupted"], (runner, out.stderr[-1500:])
+        assert out.stdout == "", (runner, out.stdout[-500:])
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_in_the_launcher_is_one_line(tmp_path):
+    """A Ctrl-C while the launcher checks the environment (before Python starts): one line, status 130 (an
+    environment check that signals its own process group stands in for the terminal)."""
+    fake = tmp_path / "fake"
+    (fake / "scripts").mkdir(parents=True)
+    launcher = fake / "scripts" / "arena_python.sh"
+    launcher.write_text(open(LAUNCHER).read())
+    launcher.chmod(0o755)
+    (fake / "scripts" / "ensure_env.sh").write_text("#!/usr/bin/env bash\nkill -INT 0\nsleep 1\necho python3\n")
+    (fake / "scripts" / "ensure_env.sh").chmod(0o755)
+    out = subprocess.run([str(launcher), "-c", "print('ran')"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=60, start_new_session=True)  # the Ctrl-C reaches its process group, as a terminal's
+    assert out.returncode == 130, (out.returncode, out.stderr)
+    assert out.stderr.splitlines() == ["interrupted"] and "ran" not in out.stdout
+
+
 # -- tasks checked against the scene ----------------------------------------------------------------------------------
 
 def test_a_task_naming_an_asset_outside_the_scene_is_refused_before_anything_is_built():

@@ -19,6 +19,9 @@ Exit status: 0 written; 2 refused input (one line ``error: ...``, nothing writte
 from __future__ import annotations
 
 if __name__ == "__main__":  # Ctrl-C during start-up (imports take seconds): one line, no traceback
+    import signal  # a Ctrl-C from here on waits (blocked) until quiet_interrupts() has its handler in place
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     from isaaclab_arena.utils.interrupts import quiet_interrupts
 
     quiet_interrupts()

@@ -15,6 +15,9 @@ Exit status: 0 when every spec has its file, 1 when one recorded nothing, 2 for 
 from __future__ import annotations
 
 if __name__ == "__main__":  # Ctrl-C during start-up (imports take seconds): one line, no traceback
+    import signal  # a Ctrl-C from here on waits (blocked) until quiet_interrupts() has its handler in place
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     from isaaclab_arena.utils.interrupts import quiet_interrupts
 
     quiet_interrupts()

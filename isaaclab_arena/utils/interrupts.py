@@ -98,15 +98,20 @@ def _unraisable(args, previous=sys.unraisablehook) -> None:
 def quiet_interrupts() -> None:
     """Installs, for this process, the one-line report of an uncaught Ctrl-C, a SIGINT handler that also
     remembers the interruption (see :func:`raise_if_interrupted`), and silence for a Ctrl-C that Python could not
-    raise where it landed (:func:`_unraisable`; the next check raises it). Main thread only."""
+    raise where it landed (:func:`_unraisable`; the next check raises it). Main thread only.
+
+    The runners block SIGINT as their first statement, before importing this module, and this unblocks it once
+    the handler is in place: a Ctrl-C that arrived in between is delivered then, and reported in one line."""
     global _interrupted
     _interrupted = None
     if sys.excepthook is not _report:
         sys.excepthook = _report
     if sys.unraisablehook is not _unraisable:
         sys.unraisablehook = _unraisable
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        signal.signal(signal.SIGINT, _on_sigint)
+    if threading.current_thread() is threading.main_thread():
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, _on_sigint)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def raise_if_interrupted() -> None:
