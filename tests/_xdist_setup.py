@@ -52,10 +52,10 @@ SPLIT = {
 #: out in decreasing order of their figure; files under 4 s are not listed (0: last, in collection order)
 WEIGHTS: dict[str, float] = {
     "test_reachability_agreement.py": 3,
-    "test_reachability_agreement.py::test_verdicts_agree_with_pinocchio_outside_2mm_of_the_boundary[franka_panda]": 87,
-    "test_reachability_agreement.py::test_a_misplaced_boundary_is_caught[franka_panda]": 18,
-    "test_reachability_agreement.py::test_verdicts_agree_with_pinocchio_outside_2mm_of_the_boundary[kuka_iiwa]": 111,
-    "test_reachability_agreement.py::test_a_misplaced_boundary_is_caught[kuka_iiwa]": 37,
+    "test_reachability_agreement.py::test_verdicts_agree_with_pinocchio_outside_2mm_of_the_boundary[franka_panda]": 20,
+    "test_reachability_agreement.py::test_a_misplaced_boundary_is_caught[franka_panda]": 4,
+    "test_reachability_agreement.py::test_verdicts_agree_with_pinocchio_outside_2mm_of_the_boundary[kuka_iiwa]": 16,
+    "test_reachability_agreement.py::test_a_misplaced_boundary_is_caught[kuka_iiwa]": 4,
     "test_reachability_agreement.py::test_a_later_process_reads_the_seed_library_from_disk_and_solves_a_spoilt_one_again": 28,
     "test_evaluation.py": 230,
     "test_distributed_eval.py": 191,
@@ -79,7 +79,7 @@ WEIGHTS: dict[str, float] = {
     "test_recorder.py": 57,
     "test_distributed_recording.py": 49,
     "test_first_hour_runner.py": 42,
-    "test_failing_runs.py": 40,
+    "test_failing_runs.py": 50,
     "test_record_many.py": 38,
     "test_first_hour_recorder.py": 31,
     "test_policy_runner_robot.py": 28,

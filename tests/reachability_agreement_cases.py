@@ -11,6 +11,10 @@ Half the targets are random points around each base. The other half lie near the
 of a reachable and an unreachable random target of the same base, the reference's verdict is bisected along
 the segment between them (to ~0.5 mm), and targets are put at fixed offsets either side of the flip.
 
+The reference is asked in batches (:meth:`PinocchioReach.solve_many`): all random targets at once, the
+bisections of all pairs in lock-step (one batch per step), all border targets at once, and the 2 mm probes of
+all disagreements of a comparison at once.
+
 Targets in the robot's own column (TCP within :data:`OWN_COLUMN_M` of the base's vertical axis) are left out:
 a top-down grasp there puts the hand against the arm's first links, and neither IK models self-collision, so
 a verdict there says nothing about the robot (the Franka reaches some of them only with two wrist joints at
@@ -109,63 +113,82 @@ class AgreementProblem:
                     drawn += 1
         self.base_of = np.array(rows)
         self.objects = np.array(objects)
-        self.verdict = np.array([self._verdict(b, o) for b, o in zip(self.base_of, self.objects)])
+        self.verdict = self._verdicts(self.base_of, self.objects)
         self.n_random = len(self.objects)
         self.offset_mm = np.full(self.n_random, np.nan)
         self._add_border(rng, border_targets)
 
-    def _verdict(self, b: int, obj: np.ndarray) -> bool:
-        p, r = top_down_target(self.bases[b, :3], self.bases[b, 3:], obj, Z_OFF, self.ref.yaw_offset)
-        return self.ref.solve(p, r, POS_THR, ROT_THR)[0] <= 1.0
+    def _verdicts(self, bases: np.ndarray, objects: np.ndarray) -> np.ndarray:
+        """The reference's verdicts (K,) on top-down grasps above ``objects`` (K, 3) env-local m by the bases of
+        indices ``bases`` (K,), solved in one batch."""
+        targets = [top_down_target(self.bases[b, :3], self.bases[b, 3:], o, Z_OFF, self.ref.yaw_offset)
+                   for b, o in zip(bases, objects)]
+        if not targets:
+            return np.zeros(0, dtype=bool)
+        score, _ = self.ref.solve_many(np.array([p for p, _ in targets]), np.array([r for _, r in targets]),
+                                       POS_THR, ROT_THR)
+        return score <= 1.0
+
+    def _flips(self, pairs: list) -> list:
+        """For each (base, reachable target, unreachable target) of ``pairs``, the point where the reference's
+        verdict flips on the segment between them, bisected to ~0.5 mm (all pairs in lock-step, one batch
+        per step), and the unit direction from the reachable side to the other: (flip, direction) env-local m."""
+        b = np.array([p[0] for p in pairs])
+        inside = self.objects[[p[1] for p in pairs]].copy()
+        outside = self.objects[[p[2] for p in pairs]].copy()
+        steps = np.array([int(math.ceil(math.log2(np.linalg.norm(o - i) / 0.0005))) for i, o in zip(inside, outside)],
+                         dtype=int)
+        for step in range(steps.max(initial=0)):
+            live = np.nonzero(steps > step)[0]
+            mid = 0.5 * (inside[live] + outside[live])
+            reached = self._verdicts(b[live], mid)
+            inside[live[reached]] = mid[reached]
+            outside[live[~reached]] = mid[~reached]
+        return [(0.5 * (i + o), (o - i) / np.linalg.norm(o - i)) for i, o in zip(inside, outside)]
 
     def _add_border(self, rng: np.random.Generator, count: int) -> None:
+        """Adds ``count`` border targets (rounded up to whole flips): pairs of a reachable and an unreachable
+        random target of a base, in random order, 5 cm apart or more, are bisected; a flip within
+        OWN_COLUMN_M + 15 mm of its base's vertical axis is skipped, the others get a target at each of
+        :data:`BORDER_OFFSETS_MM`. The pairs are bisected in batches of about as many as are still needed."""
         pairs = []
         for b in np.unique(self.base_of):
             idx = np.nonzero(self.base_of == b)[0]
             yes, no = idx[self.verdict[idx]], idx[~self.verdict[idx]]
             pairs += [(b, i, j) for i in yes for j in no]
         order = rng.permutation(len(pairs))
-        rows, objects, offsets, verdicts = [], [], [], []
-        for n in order:
-            if len(objects) >= count:
-                break
-            b, i, j = pairs[n]
-            inside, outside = self.objects[i].copy(), self.objects[j].copy()
-            length = np.linalg.norm(outside - inside)
-            if length < 0.05:
-                continue
-            for _ in range(int(math.ceil(math.log2(length / 0.0005)))):
-                mid = 0.5 * (inside + outside)
-                if self._verdict(b, mid):
-                    inside = mid
-                else:
-                    outside = mid
-            flip = 0.5 * (inside + outside)
-            if np.linalg.norm(flip[:2] - self.bases[b, :2]) < OWN_COLUMN_M + 0.015:
-                continue
-            direction = (outside - inside) / np.linalg.norm(outside - inside)
-            for off in BORDER_OFFSETS_MM:
-                obj = flip + off / 1000.0 * direction
-                rows.append(b)
-                objects.append(obj)
-                offsets.append(off)
-                verdicts.append(self._verdict(b, obj))
+        candidates = [(b, i, j) for b, i, j in (pairs[n] for n in order)
+                      if np.linalg.norm(self.objects[j] - self.objects[i]) >= 0.05]
+        wanted = max(0, math.ceil(count / len(BORDER_OFFSETS_MM)))
+        rows, flips = [], []
+        while len(flips) < wanted and candidates:
+            batch = candidates[:(wanted - len(flips)) * 11 // 10 + 2]  # a few spare ones for skipped flips
+            candidates = candidates[len(batch):]
+            for (b, _, _), (flip, direction) in zip(batch, self._flips(batch)):
+                if len(flips) == wanted:
+                    break
+                if np.linalg.norm(flip[:2] - self.bases[b, :2]) < OWN_COLUMN_M + 0.015:
+                    continue
+                rows += [b] * len(BORDER_OFFSETS_MM)
+                flips += [flip + np.array(BORDER_OFFSETS_MM)[:, None] / 1000.0 * direction]
+        objects = np.concatenate(flips) if flips else np.zeros((0, 3))
         self.base_of = np.concatenate([self.base_of, rows]).astype(int)
-        self.objects = np.concatenate([self.objects, np.array(objects).reshape(-1, 3)])
-        self.offset_mm = np.concatenate([self.offset_mm, offsets])
-        self.verdict = np.concatenate([self.verdict, np.array(verdicts, dtype=bool)])
+        self.objects = np.concatenate([self.objects, objects])
+        self.offset_mm = np.concatenate([self.offset_mm, np.tile(BORDER_OFFSETS_MM, len(flips))])
+        self.verdict = np.concatenate([self.verdict, self._verdicts(np.array(rows, dtype=int), objects)])
 
-    def near_boundary(self, t: int) -> bool:
-        """True when the reference verdict of target ``t`` changes within 2 mm along an axis."""
-        if abs(self.offset_mm[t]) <= FORGIVE_M * 1000:
-            return True
-        for axis in range(3):
-            for sign in (-1.0, 1.0):
-                probe = self.objects[t].copy()
-                probe[axis] += sign * FORGIVE_M
-                if self._verdict(self.base_of[t], probe) != self.verdict[t]:
-                    return True
-        return False
+    def near_boundary(self, targets: np.ndarray) -> np.ndarray:
+        """For each target index of ``targets`` (K,): True when the reference verdict changes within 2 mm along
+        an axis (a border target at most 2 mm from its flip, or a probe 2 mm away on an axis, both ways, that
+        gets the other verdict; all probes in one batch)."""
+        targets = np.asarray(targets, dtype=int).reshape(-1)
+        near = np.abs(self.offset_mm[targets]) <= FORGIVE_M * 1000
+        probed = targets[~near]
+        steps = np.concatenate([np.eye(3), -np.eye(3)]) * FORGIVE_M  # (6, 3)
+        probes = (self.objects[probed][:, None] + steps).reshape(-1, 3)
+        verdicts = self._verdicts(np.repeat(self.base_of[probed], len(steps)), probes).reshape(-1, len(steps))
+        near[~near] = (verdicts != self.verdict[probed][:, None]).any(1)
+        return near
 
     def fk_confirms(self, t: int, q: np.ndarray) -> bool:
         """Pinocchio FK on ``q``: inside the joint limits and within both thresholds of target ``t``."""
@@ -188,7 +211,11 @@ class AgreementProblem:
         n_random = int((picked < self.n_random).sum())
         rep = AgreementReport(targets=len(picked), random_targets=n_random, border_targets=len(picked) - n_random,
                               reference_reachable=int(self.verdict[picked].sum()))
-        for t in picked[ours[picked] != self.verdict[picked]]:
+        disagree = picked[ours[picked] != self.verdict[picked]]
+        missed = np.array([bool(ours[t]) and self.fk_confirms(t, q[t]) for t in disagree], dtype=bool)
+        near = np.zeros(len(disagree), dtype=bool)
+        near[~missed] = self.near_boundary(disagree[~missed])
+        for t, t_missed, t_near in zip(disagree, missed, near):
             reached = bool(ours[t])
             kind = "random" if t < self.n_random else f"border {self.offset_mm[t]:+.0f} mm"
             case = (f"{kind} target {t}: ours={reached} reference={bool(self.verdict[t])} "
@@ -196,12 +223,12 @@ class AgreementProblem:
                     f"base={np.round(self.bases[self.base_of[t]], 3).tolist()} object={np.round(self.objects[t], 4).tolist()}")
             if reached:
                 rep.reached_but_reference_refuses += 1
-                if self.fk_confirms(t, q[t]):
+                if t_missed:
                     rep.reference_missed += 1
                     continue
             else:
                 rep.refused_but_reference_reaches += 1
-            if self.near_boundary(t):
+            if t_near:
                 rep.cases.append("forgiven (within 2 mm): " + case)
                 continue
             rep.outside_2mm += 1

@@ -1,9 +1,9 @@
 """Reachability verdicts of the newton.ik checker against an independent IK (Pinocchio + projected DLS in
-float64 numpy, ``reachability_reference.py``) on 1,000+ targets (issue 20 item 1; the cases are built by
-``reachability_agreement_cases.py``, which ``scripts/bench_robot.py --only agreement`` prints too): 500 random
-ones around 50 turned and 50 relation-placed robot bases (the arm of ``robot/<arm>_pick_and_place.yaml``
-placed by its relations), and 500 near the reach boundary, bisected with the reference; for both arms, the
-Franka Panda and the KUKA iiwa.
+float64 numpy, solved in batches, ``reachability_reference.py``) on 1,000+ targets (issue 20 item 1; the cases
+are built by ``reachability_agreement_cases.py``, which ``scripts/bench_robot.py --only agreement`` prints
+too): 500 random ones around 50 turned and 50 relation-placed robot bases (the arm of
+``robot/<arm>_pick_and_place.yaml`` placed by its relations), and 500 near the reach boundary, bisected with
+the reference; for both arms, the Franka Panda and the KUKA iiwa.
 
 Disagreements are reported in both directions. One is forgiven only within 2 mm of the reference's boundary;
 a grasp the project reaches and the reference does not counts as the reference's miss when Pinocchio's FK
