@@ -53,6 +53,15 @@ def test_ranking_matches_a_lexicographic_sort_with_ties_in_batch_order():
         # numpy's lexsort is stable, its last key the primary one: env, required, optional, loss, batch order
         want = np.lexsort((np.arange(B), loss.numpy(), opt.numpy(), req.numpy(), env.numpy()))
         assert rank_keys(env, req, opt, loss).tolist() == want.tolist()
+        # negative, signed-zero, infinite and NaN losses order as a sort of the losses does (NaN last, -0.0 == 0.0)
+        odd = torch.tensor([-2.5, -0.0, 0.0, float("inf"), -float("inf"), float("nan"), -float("nan"), 1e-45, -1e-45])
+        loss = odd[torch.randint(0, len(odd), (B,), generator=gen)]
+        want = np.lexsort((np.arange(B), loss.numpy(), opt.numpy(), req.numpy(), env.numpy()))
+        assert rank_keys(env, req, opt, loss).tolist() == want.tolist()
+        # a float64 loss (values float32 would merge) sorts key by key
+        loss = 1.0 + torch.randint(0, 3, (B,), generator=gen).double() * 1e-12
+        want = np.lexsort((np.arange(B), loss.numpy(), opt.numpy(), req.numpy(), env.numpy()))
+        assert rank_keys(env, req, opt, loss).tolist() == want.tolist()
     # keys too wide for one int64 fall back to one sort per key, with the same order
     env = torch.tensor([2**40, 0, 2**40, 0])
     req, opt = torch.tensor([0, 1, 0, 0], dtype=torch.int32), torch.tensor([0, 0, 0, 0], dtype=torch.int32)

@@ -260,19 +260,23 @@ class PooledObjectPlacer:
                                   misses)
 
     def _store(self, envs, slots, cand, batch, ranked, fallback: bool) -> None:
+        """Writes candidates ``cand`` of ``batch`` into the slots ``slots`` of ``envs`` (through one row index
+        into the (num_envs * layouts_per_env, ...) views of the pool's tables)."""
         if envs.numel() == 0:
             return
         dev = lambda t: t.detach().to(self.device)  # noqa: E731
+        rows = envs * self.layouts_per_env + slots
+        flat = lambda t: t.view(-1, *t.shape[2:])  # noqa: E731
         pos = dev(batch.positions).float()[cand]
         rot = dev(batch.rotations).float()[cand]
-        self.poses[envs, slots] = torch.cat([pos, rot], dim=-1)
-        self.slot_passed[envs, slots] = dev(batch.passed).to(torch.bool)[cand]
-        self.slot_fallback[envs, slots] = fallback
-        self.slot_loss[envs, slots] = ranked["loss"][cand]
-        self.slot_draw[envs, slots] = ranked["draw"][cand]
+        flat(self.poses)[rows] = torch.cat([pos, rot], dim=-1)
+        flat(self.slot_passed)[rows] = dev(batch.passed).to(torch.bool)[cand]
+        flat(self.slot_fallback)[rows] = fallback
+        flat(self.slot_loss)[rows] = ranked["loss"][cand]
+        flat(self.slot_draw)[rows] = ranked["draw"][cand]
         if self.check_names:
             checks = torch.stack([dev(batch.check_results[c]).to(torch.bool) for c in self.check_names], -1)
-            self.slot_checks[envs, slots] = checks[cand]
+            flat(self.slot_checks)[rows] = checks[cand]
 
     def _failure_message(self, short, filled, envs, last, max_batches, explanation: str, advice: str = "") -> str:
         """The error of a fill that stayed short: the envs, the checks their last candidates failed, and the

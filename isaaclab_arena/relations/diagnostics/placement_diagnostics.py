@@ -25,6 +25,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
 import torch
 
 from isaaclab_arena.relations.diagnostics.failure_explanation import (  # noqa: F401 - re-exported (the explanation's home)
@@ -231,7 +232,14 @@ def batch_diagnostics(vb: ValidatedBatch, fill_index: int = 0, batch_index: int 
     # a batch in which every evaluated check passed has no rejection cause: the per-check scan is skipped
     causes = rejection_causes(vb) if any(p < e for p, e in counts.values()) else []
     return BatchDiagnostics(fill_index, batch_index, len(vb), int(vb.passed.sum()), checks, causes,
-                            vb.env_ids.unique().cpu().tolist(), not_used)
+                            _distinct_envs(vb.env_ids), not_used)
+
+
+def _distinct_envs(env_ids: torch.Tensor) -> list[int]:
+    """The distinct env ids (>= 0) of a batch, ascending (on the CPU by counting, without a sort)."""
+    if env_ids.device.type == "cpu" and env_ids.numel():
+        return np.flatnonzero(np.bincount(env_ids.numpy())).tolist()
+    return env_ids.unique().cpu().tolist()
 
 
 @dataclass

@@ -14,24 +14,33 @@ def rank_keys(env_ids: torch.Tensor, required_failures: torch.Tensor, optional_f
     """Candidate indices grouped by env (ascending env id), each env's candidates ordered by required
     failures, then optional failures, then loss (stable: ties keep batch order).
 
-    Two sorts instead of one per key: a stable sort of the loss gives each candidate its loss rank (distinct,
-    ties in batch order), and one sort of a single int64 key ``((env * R + required) * O + optional) * B +
-    loss rank`` orders the rest (every key distinct, so the sort needs no stability).
+    One stable sort of a single int64 key ``((env * R + required) * O + optional) * 2**32 + loss bits``, where
+    the loss bits are a float32 loss's 32 bits mapped so that their order is the losses' (:func:`loss_order_bits`);
+    a key too wide for that (or a loss of another dtype) sorts once per key instead.
     """
     B = loss.numel()
     if B == 0:
         return torch.zeros(0, dtype=torch.long, device=loss.device)
-    loss_rank = torch.empty(B, dtype=torch.long, device=loss.device)
-    loss_rank[torch.argsort(loss, stable=True)] = torch.arange(B, device=loss.device)
     req, opt = required_failures.to(torch.long), optional_failures.to(torch.long)
     r_width, o_width = int(req.max()) + 1, int(opt.max()) + 1  # failure counts are >= 0 and small
-    if (int(env_ids.max()) + 1) * r_width * o_width * B >= 1 << 62:  # no single int64 key: one sort per key
+    if loss.dtype != torch.float32 or (int(env_ids.max()) + 1) * r_width * o_width >= 1 << 31:
         idx = torch.argsort(loss, stable=True)
         for k in (opt, req, env_ids):
             idx = idx[torch.argsort(k[idx], stable=True)]
         return idx
-    key = ((env_ids.to(torch.long) * r_width + req) * o_width + opt) * B + loss_rank
-    return torch.argsort(key)
+    key = (((env_ids.to(torch.long) * r_width + req) * o_width + opt) << 32) | loss_order_bits(loss)
+    return torch.argsort(key, stable=True)
+
+
+def loss_order_bits(loss: torch.Tensor) -> torch.Tensor:
+    """(B,) int64 in [0, 2**32) ordered as the float32 ``loss`` values are: equal losses get equal values
+    (-0.0 as 0.0) and NaN comes last, as in a sort of the losses. IEEE-754 bits of a non-negative float grow
+    with it: their sign bit is set to put them above the negatives, whose bits are inverted (they grow the
+    other way)."""
+    x = loss + 0.0  # -0.0 becomes 0.0
+    x = torch.where(torch.isnan(x), torch.full_like(x, float("nan")), x)  # one NaN (positive): last
+    bits = x.view(torch.int32).to(torch.long) & 0xFFFFFFFF
+    return torch.where(bits >= 1 << 31, bits ^ 0xFFFFFFFF, bits | (1 << 31))
 
 
 def rank_order(batch: ValidatedBatch) -> torch.Tensor:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+import numpy as np
 import torch
 
 from isaaclab_arena.relations.kinds import CHECK_SLOTS
@@ -116,7 +117,11 @@ class PlacementValidationResults:
         out: dict[str, tuple[int, int]] = {}
         if self.builtin_checks:
             slots = [CHECK_SLOTS.index(c) for c in self.builtin_checks]
-            passed = self.builtin_verdicts[:, slots].sum(0).tolist()
+            verdicts = self.builtin_verdicts
+            if verdicts.device.type == "cpu":  # one thread (see ``passed``), and no (B, K) copy
+                passed = np.count_nonzero(verdicts.numpy(), axis=0)[slots].tolist()
+            else:
+                passed = verdicts[:, slots].sum(0).tolist()
             out.update({c: (p, B) for c, p in zip(self.builtin_checks, passed)})
         extra = [c for c in self.checks if c not in out]
         if extra:
