@@ -4,7 +4,8 @@ placement threads are about to use (boxes3 at batch 65,536: the check pass went 
 2 cores once its copies went through numpy). Shown here: ``copy_into`` writes exactly what ``Tensor.copy_``
 writes (strided views, broadcasting, ids, dtype conversion) and refuses what it refuses; the numpy form of
 ``passed`` equals the torch expression for every bit pattern; a batch large enough for torch's parallel path
-gets the verdicts and ids of the same layouts checked in small pieces."""
+gets the verdicts and ids of the same layouts checked in small pieces; ``copy_rows`` (a pool's slot writes and
+reads) writes what torch's indexing writes."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 import torch
 
 from isaaclab_arena.benchmarks.scenes import SCENES
-from isaaclab_arena.relations.kernels.geometry import copy_into
+from isaaclab_arena.relations.kernels.geometry import copy_into, copy_rows
 from isaaclab_arena.relations.kinds import CHECK_SLOTS
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
@@ -123,6 +124,37 @@ def test_the_launcher_shortens_openmp_spin_unless_the_user_chose(tmp_path, given
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == expected
+
+
+@pytest.mark.parametrize("case", ["poses", "bool_columns", "ids", "strided_dst", "float64_src"])
+def test_copy_rows_writes_what_indexing_writes(case):
+    """``dst[rows] = cat(srcs, -1)[picks]``, numpy's branch (CPU, one dtype) and torch's (another dtype) alike;
+    rows not named keep their values."""
+    g = torch.Generator().manual_seed(3)
+    B, E = 5_000, 9_000
+    rows, picks = torch.randperm(E, generator=g)[:B], torch.randperm(B, generator=g)
+    if case == "poses":  # positions and rotations joined into (n, 7) rows
+        srcs = (torch.rand(B, 3, 3, generator=g), torch.rand(B, 3, 4, generator=g))
+        dst = torch.rand(E, 3, 7, generator=g)
+    elif case == "bool_columns":  # per-check verdicts as columns
+        srcs = tuple(torch.rand(B, 1, generator=g) > 0.5 for _ in range(10))
+        dst = torch.zeros(E, 10, dtype=torch.bool)
+    elif case == "ids":
+        srcs = (torch.randint(0, 2**40, (B,), generator=g),)
+        dst = torch.zeros(E, dtype=torch.long)
+    elif case == "strided_dst":  # a slice of a pool table (not contiguous)
+        srcs = (torch.rand(B, 2, generator=g),)
+        dst = torch.zeros(E, 3, 2).select(1, 1)
+    else:  # another dtype: torch's branch converts
+        srcs = (torch.rand(B, 4, dtype=torch.float64, generator=g),)
+        dst = torch.zeros(E, 4)
+    want = dst.clone()
+    want[rows] = torch.cat(srcs, -1)[picks].to(want.dtype)
+    copy_rows(dst, rows, picks, *srcs)
+    assert torch.equal(dst, want)
+    untouched = torch.ones(E, dtype=torch.bool)
+    untouched[rows] = False
+    assert untouched.sum() == E - B and torch.equal(dst[untouched], want[untouched])
 
 
 _SOLVE_TWICE = """

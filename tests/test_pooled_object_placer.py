@@ -272,7 +272,10 @@ def test_a_reset_without_refill_reads_nothing_back_to_the_host(monkeypatch):
     src = pool.as_pose_source(["mug", "bowl"])
     counts = _count_host_reads(monkeypatch)
     out = src.poses_for_reset(torch.arange(4))
-    assert counts == dict.fromkeys(_HOST_METHODS, 0), f"host reads in a queued reset: {counts}"
+    # ``numpy()`` of a CPU tensor is a view, not a read-back: the CPU-only branches of the host copies
+    # (kernels/geometry.py: copy_into, copy_rows) use it, and take torch's index ops on a GPU
+    assert {k: v for k, v in counts.items() if k != "numpy"} == dict.fromkeys(set(_HOST_METHODS) - {"numpy"}, 0), \
+        f"host reads in a queued reset: {counts}"
     monkeypatch.undo()
     torch.testing.assert_close(out, pool.poses[:, 0][:, [pool.object_names.index("mug"),
                                                          pool.object_names.index("bowl")]])

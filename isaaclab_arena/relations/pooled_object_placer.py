@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import torch
 
+from isaaclab_arena.relations.kernels.geometry import copy_rows
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.diagnostics.placement_diagnostics import (
     FailureTally,
@@ -206,13 +207,13 @@ class PooledObjectPlacer:
             with paused(bar):
                 self.diagnostics.record_batch(fill, batch, preface)
             order = rank_order(batch)
-            ranked = {"passed": batch.passed[order], "loss": batch.loss, "draw": draw_ids}
+            ranked = {"passed": batch.passed.index_select(0, order), "loss": batch.loss, "draw": draw_ids}
             passed = ranked["passed"]
-            env_sorted = env_ids[order]
+            env_sorted = env_ids.index_select(0, order)
             rank = rank_within_env(env_sorted, passed, E)
-            missing = (L - filled)[env_sorted]
+            missing = (L - filled).index_select(0, env_sorted)
             take = passed & (rank < missing)
-            self._store(env_sorted[take], (filled[env_sorted] + rank)[take], order[take], batch, ranked, fallback=False)
+            self._store(take, env_sorted, filled, rank, order, batch, ranked, fallback=False)
             filled.index_add_(0, env_sorted, take.to(torch.long))
             last = (batch, env_ids, order, ranked, env_sorted)
             if bar is not None:  # the count is a host sync: only with a bar
@@ -235,8 +236,7 @@ class PooledObjectPlacer:
                 failing = ~ranked["passed"]
                 rank = rank_within_env(env_sorted, failing, E)
                 take = failing & (rank < (L - filled)[env_sorted])
-                self._store(env_sorted[take], (filled[env_sorted] + rank)[take], order[take], batch, ranked,
-                            fallback=True)
+                self._store(take, env_sorted, filled, rank, order, batch, ranked, fallback=True)
                 self.unfilled_envs = sorted(short.tolist())
                 if self.current_poses is None:  # the creation fill: its slot 0 is what a picture shows
                     self.current_poses = self.poses[:, 0].clone()
@@ -249,7 +249,7 @@ class PooledObjectPlacer:
             rank = rank_within_env(env_sorted, failing, E)
             missing = (L - filled)[env_sorted]
             take = failing & (rank < missing)
-            self._store(env_sorted[take], (filled[env_sorted] + rank)[take], order[take], batch, ranked, fallback=True)
+            self._store(take, env_sorted, filled, rank, order, batch, ranked, fallback=True)
             filled.index_add_(0, env_sorted, take.to(torch.long))
             fallback_slots = int(take.sum())
             self.fallback_envs.update(short.tolist())
@@ -259,24 +259,26 @@ class PooledObjectPlacer:
         self.diagnostics.end_fill(fill, short.tolist(), fallback_slots, filled[envs].tolist(), explanation, advice,
                                   misses)
 
-    def _store(self, envs, slots, cand, batch, ranked, fallback: bool) -> None:
-        """Writes candidates ``cand`` of ``batch`` into the slots ``slots`` of ``envs`` (through one row index
-        into the (num_envs * layouts_per_env, ...) views of the pool's tables)."""
-        if envs.numel() == 0:
+    def _store(self, take, env_sorted, filled, rank, order, batch, ranked, fallback: bool) -> None:
+        """Writes the ranked candidates where ``take`` (ranked order) into their env's slots: candidate
+        ``order[k]`` of ``batch`` into slot ``filled[env] + rank[k]`` of env ``env_sorted[k]``, through one row
+        index into the (num_envs * layouts_per_env, ...) views of the pool's tables (``copy_rows``)."""
+        picked = take.nonzero().flatten()
+        if picked.numel() == 0:
             return
+        envs = env_sorted.index_select(0, picked)
+        cand = order.index_select(0, picked)
+        rows = envs * self.layouts_per_env + filled.index_select(0, envs) + rank.index_select(0, picked)
         dev = lambda t: t.detach().to(self.device)  # noqa: E731
-        rows = envs * self.layouts_per_env + slots
         flat = lambda t: t.view(-1, *t.shape[2:])  # noqa: E731
-        pos = dev(batch.positions).float()[cand]
-        rot = dev(batch.rotations).float()[cand]
-        flat(self.poses)[rows] = torch.cat([pos, rot], dim=-1)
-        flat(self.slot_passed)[rows] = dev(batch.passed).to(torch.bool)[cand]
-        flat(self.slot_fallback)[rows] = fallback
-        flat(self.slot_loss)[rows] = ranked["loss"][cand]
-        flat(self.slot_draw)[rows] = ranked["draw"][cand]
+        copy_rows(flat(self.poses), rows, cand, dev(batch.positions).float(), dev(batch.rotations).float())
+        copy_rows(flat(self.slot_passed), rows, cand, dev(batch.passed).to(torch.bool))
+        flat(self.slot_fallback).index_fill_(0, rows, fallback)
+        copy_rows(flat(self.slot_loss), rows, cand, dev(ranked["loss"]).to(self.slot_loss.dtype))
+        copy_rows(flat(self.slot_draw), rows, cand, dev(ranked["draw"]).to(torch.long))
         if self.check_names:
-            checks = torch.stack([dev(batch.check_results[c]).to(torch.bool) for c in self.check_names], -1)
-            flat(self.slot_checks)[rows] = checks[cand]
+            copy_rows(flat(self.slot_checks), rows, cand,
+                      *(dev(batch.check_results[c]).to(torch.bool).unsqueeze(1) for c in self.check_names))
 
     def _failure_message(self, short, filled, envs, last, max_batches, explanation: str, advice: str = "") -> str:
         """The error of a fill that stayed short: the envs, the checks their last candidates failed, and the
@@ -353,16 +355,15 @@ class PooledObjectPlacer:
         if empty.numel() > 0:
             self.fill(empty, "reset_refill")
         slots = self.cursor[ids]
-        out = self.poses[ids, slots]
         self.cursor[ids] += 1
         self.remaining[ids] -= 1
         self.consumed[ids] += 1
-        self.current_poses[ids] = out
-        self.current_passed[ids] = self.slot_passed[ids, slots]
-        self.current_checks[ids] = self.slot_checks[ids, slots]
-        self.current_fallback[ids] = self.slot_fallback[ids, slots]
+        rows = ids * self.layouts_per_env + slots  # rows of the (num_envs * layouts_per_env, ...) views
+        for current, table in ((self.current_poses, self.poses), (self.current_passed, self.slot_passed),
+                               (self.current_checks, self.slot_checks), (self.current_fallback, self.slot_fallback)):
+            copy_rows(current, ids, rows, table.view(-1, *table.shape[2:]))
         self.current_slot_info = {"env_ids": ids, "slots": slots}
-        return out
+        return self.current_poses.index_select(0, ids)
 
     def as_pose_source(self, names: list[str], scene_keys: list[str] | None = None) -> "PooledPoseSource":
         """A reset-term source of the placed assets ``names``, written to the runtime ``scene_keys`` (default: the

@@ -44,6 +44,24 @@ def copy_into(dst, src) -> None:
         dst.copy_(src)
 
 
+def copy_rows(dst, rows, picks, *srcs) -> None:
+    """``dst[rows[k]] = src[picks[k]]`` along the first dimension, for every k (``rows`` distinct), where ``src`` is
+    ``srcs`` joined along their last dimension (torch tensors; ``rows`` and ``picks`` int64). On the CPU through
+    numpy, on one thread, as :func:`copy_into` (a torch gather or scatter of a few 10,000 elements runs on its
+    OpenMP threads: on 2 busy cores a pool's row copies took 10x longer than numpy's); elsewhere
+    ``index_select`` and ``index_copy_``."""
+    if dst.device.type == "cpu" and all(s.device.type == "cpu" and s.dtype == dst.dtype for s in srcs):
+        import numpy as np
+
+        src = srcs[0].detach().numpy() if len(srcs) == 1 else np.concatenate([s.detach().numpy() for s in srcs], -1)
+        dst.detach().numpy()[rows.numpy()] = src.take(picks.numpy(), axis=0)
+    else:
+        import torch
+
+        src = srcs[0] if len(srcs) == 1 else torch.cat(srcs, -1)
+        dst.index_copy_(0, rows, src.index_select(0, picks).to(dst.dtype))
+
+
 BIG = wp.constant(1.0e9)
 PI = wp.constant(3.14159265358979)
 #: An object whose origin is above this env-local z (m) is a parked pool member (``assets/object_pool.py``): the

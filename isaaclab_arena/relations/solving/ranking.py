@@ -65,5 +65,5 @@ def rank_within_env(env_sorted: torch.Tensor, mask: torch.Tensor, num_envs: int)
     csum = torch.cumsum(m, 0)
     counts = torch.zeros(num_envs, dtype=torch.long, device=env_sorted.device).index_add_(0, env_sorted, m)
     before = torch.cumsum(counts, 0) - counts
-    rank = csum - 1 - before[env_sorted]
+    rank = csum - 1 - before.index_select(0, env_sorted)
     return torch.where(mask, rank, torch.full_like(rank, 1 << 40))

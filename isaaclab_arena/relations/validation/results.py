@@ -79,7 +79,7 @@ class PlacementValidationResults:
 
     def _failures(self, mask: int, extra: torch.Tensor | None) -> torch.Tensor:
         table = _popcount_table(mask, len(CHECK_SLOTS), self.builtin_fail_bits.device)
-        counts = table[self.builtin_fail_bits.long()]
+        counts = table.index_select(0, self.builtin_fail_bits.long())
         return counts if extra is None else counts + extra
 
     @cached_property
