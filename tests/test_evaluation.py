@@ -118,6 +118,146 @@ def test_plugin_policy_from_the_users_folder_records_every_episode(user_dir):
     assert (user_dir / "plugin" / "episodes.jsonl").read_bytes() == (user_dir / "plugin2" / "episodes.jsonl").read_bytes()
 
 
+@pytest.mark.sim
+@pytest.mark.slow
+def test_identical_records_for_4_and_16_envs_on_recorded_layouts(user_dir, recorded):
+    for n in (4, 16):
+        out = arena(user_dir, POLICY_RUNNER, "--policy_type", "scripted_pick_and_place", "--num_envs", str(n),
+                    "--env_spacing", "0", "--num_episodes", "16", "--placement_layouts", recorded.name,
+                    "--output_dir", f"rec{n}", "--no-report", "--no-progress", ENV, "--episode_length_s", "5",
+                    timeout=1500)
+        assert out.returncode == 0, out.stderr[-3000:]
+    four, sixteen = (_records(user_dir / f"rec{n}" / "episodes.jsonl") for n in (4, 16))
+    assert four == sixteen
+    assert [r["layout"]["line"] for r in four] == list(range(1, 17))
+    assert all(r["layout"]["source"] == "recorded" for r in four)
+    assert any(r["success"] for r in four)
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_remote_policy_served_from_a_second_process_gives_the_local_records(user_dir, recorded):
+    # the runs take their layouts from the recording (what a layout is does not matter here; it spares each run
+    # the solve), and the server starts up while the local run runs
+    server = arena_popen(user_dir, SERVER, "--policy_type", "my_policies.Zeros", "--policy_arg", "scale=0.5",
+                         "--port", "0", "--token", "s3cret")
+    try:
+        local = arena(user_dir, POLICY_RUNNER, "--policy_type", "my_policies.Zeros", "--policy_arg", "scale=0.5",
+                      "--num_envs", "2", "--num_episodes", "2", "--placement_layouts", recorded.name, "--output_dir",
+                      "local", "--no-report", ENV, "--episode_length_s", "0.5")
+        assert local.returncode == 0, local.stderr[-3000:]
+        port = None
+        t0 = time.time()
+        while port is None and time.time() - t0 < 120:
+            line = server.stdout.readline()
+            if "serving" in line:
+                port = line.strip().rsplit(":", 1)[-1]
+        assert port is not None, server.stderr.read()[-3000:] if server.poll() is not None else "no ready line"
+        remote = arena(user_dir, POLICY_RUNNER, "--policy_type", "remote", "--remote_port", port, "--remote_token",
+                       "s3cret", "--num_envs", "2", "--num_episodes", "2", "--placement_layouts", recorded.name,
+                       "--output_dir", "remote", "--no-report", ENV, "--episode_length_s", "0.5")
+        assert remote.returncode == 0, remote.stderr[-3000:]
+        a, b = _records(user_dir / "local" / "episodes.jsonl"), _records(user_dir / "remote" / "episodes.jsonl")
+        assert [dict(r, policy=None) for r in a] == [dict(r, policy=None) for r in b]
+        bad = arena(user_dir, POLICY_RUNNER, "--policy_type", "remote", "--remote_port", port, "--remote_token", "nope",
+                    "--num_episodes", "1", "--placement_layouts", recorded.name, "--output_dir", "badtoken", ENV)
+        assert "token" in refusal(bad)
+        assert not (user_dir / "badtoken" / "episodes.jsonl").exists()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_experiment_with_two_runs_is_collated(user_dir):
+    (user_dir / "exp.yaml").write_text(textwrap.dedent(f'''
+        name: two_policies
+        defaults: {{environment: {ENV}, num_envs: 2, num_episodes: 2, placement_seed: 7,
+                   env_args: {{episode_length_s: 4}}}}
+        runs:
+          - name: scripted
+            policy: {{type: scripted_pick_and_place}}
+          - name: zeros
+            policy: {{type: my_policies.Zeros}}
+            factors: [object_x_m, object_distance_from_robot_m]
+    '''))
+    out = arena(user_dir, EVAL_RUNNER, "--experiment", "exp.yaml", "--output_dir", "exp_out", timeout=1500)
+    assert out.returncode == 0, out.stderr[-3000:]
+    root = user_dir / "exp_out"
+    summary = json.load(open(root / "experiment_summary.json"))
+    assert [r["run"] for r in summary["comparison"]] == ["scripted", "zeros"]
+    both = _records(root / "episodes.jsonl")
+    assert [(r["run"], r["episode"]) for r in both] == [("scripted", 0), ("scripted", 1), ("zeros", 0), ("zeros", 1)]
+    for run in ("scripted", "zeros"):
+        assert _records(root / run / "episodes.jsonl") == [r for r in both if r["run"] == run]
+    assert set(both[2]["factors"]) == {"object_x_m", "object_distance_from_robot_m"}
+    # the same layouts for both runs (same spec and seed): episode k has the same poses in either run
+    assert both[0]["poses_at_reset"] == both[2]["poses_at_reset"]
+    assert all(not r["success"] for r in both[2:])  # zero actions never succeed
+    assert (root / "report.html").is_file()
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["bad_class", "wrong_shape", "unknown_env", "unknown_policy", "unknown_factor",
+                                  "missing_checkpoint", "wrong_size_checkpoint", "unreachable_server"])
+def test_bad_input_is_one_line_and_writes_nothing(user_dir, case, request):
+    out_dir = user_dir / f"bad_{case}"
+    # the refusals that come once the env is built run on recorded layouts: they do not depend on where the layouts
+    # come from, and the command then spends no time solving them
+    layouts = request.getfixturevalue("recorded").name if case in ("wrong_shape", "wrong_size_checkpoint",
+                                                                   "unreachable_server") else None
+    if case == "bad_class":
+        out = arena(user_dir, POLICY_RUNNER, "--policy_type", "no_such_module.Policy", "--num_episodes", "2",
+                    "--output_dir", out_dir.name, ENV)
+        assert "no_such_module" in refusal(out) and "does not import" in refusal(out)
+    elif case == "wrong_shape":
+        out = arena(user_dir, POLICY_RUNNER, "--policy_type", "my_policies.WrongShape", "--num_envs", "2",
+                    "--num_episodes", "2", "--placement_layouts", layouts, "--output_dir", out_dir.name, ENV)
+        line = refusal(out)
+        assert "(2, 6)" in line and "(2, 7)" in line, line
+    elif case == "wrong_size_checkpoint":  # an actor for 12 observations; the Franka env has 39
+        import torch
+
+        torch.save({"actor_state_dict": {"mlp.0.weight": torch.randn(8, 12), "mlp.0.bias": torch.zeros(8),
+                                         "mlp.2.weight": torch.randn(7, 8), "mlp.2.bias": torch.zeros(7)}},
+                   user_dir / "small.pt")
+        out = arena(user_dir, POLICY_RUNNER, "--policy_type", "rsl_rl", "--checkpoint_path", "small.pt",
+                    "--num_envs", "2", "--num_episodes", "2", "--placement_layouts", layouts, "--output_dir",
+                    out_dir.name, ENV)
+        line = refusal(out)
+        assert "12 observations" in line and "39 observations" in line, line
+    elif case == "unreachable_server":
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]  # nothing listens there (the runner waits --remote_timeout_s for it in vain)
+        out = arena(user_dir, POLICY_RUNNER, "--policy_type", "remote", "--remote_port", str(port),
+                    "--remote_timeout_s", "0.5", "--num_envs", "2", "--num_episodes", "2", "--placement_layouts",
+                    layouts, "--output_dir", out_dir.name, ENV)
+        line = refusal(out)
+        assert "not answering" in line and str(port) in line, line
+    elif case == "missing_checkpoint":
+        out = arena(user_dir, POLICY_RUNNER, "--policy_type", "rsl_rl", "--checkpoint_path", "nope.pt",
+                    "--num_episodes", "2", "--output_dir", out_dir.name, ENV)
+        assert "nope.pt" in refusal(out)
+    else:
+        run = {"unknown_env": "{environment: no_such_env, policy: {type: zero_action}}",
+               "unknown_policy": f"{{environment: {ENV}, policy: {{type: pkg.Nope}}}}",
+               "unknown_factor": f"{{environment: {ENV}, policy: {{type: zero_action}}, factors: [wind_speed]}}"}[case]
+        (user_dir / f"{case}.yaml").write_text(f"name: {case}\nruns:\n  - {{name: a, {run[1:-1]}}}\n")
+        out = arena(user_dir, EVAL_RUNNER, "--experiment", f"{case}.yaml", "--output_dir", out_dir.name)
+        line = refusal(out)
+        assert {"unknown_env": "no_such_env", "unknown_policy": "pkg.Nope", "unknown_factor": "wind_speed"}[case] in line
+        assert "runs[0]" in line
+    assert not (out_dir / "episodes.jsonl").exists() and not (out_dir / "eval_summary.json").exists()
+
+
+# The one test that simulates in the pytest process itself comes last: once a simulation ran in a process, a thread
+# of ovphysx polls in it for as long as the process lives (15-25 % of a core, measured on the 2-core machine), and
+# the commands the tests above start would share the cores with it.
 class SuccessProbe:
     """Wraps the scripted policy and reads the simulator's success term and episode counters at every step."""
 
@@ -179,133 +319,3 @@ def test_records_agree_with_the_simulators_success_signal(tmp_path, monkeypatch)
         assert outcome in probes[0].ended, (outcome, probes[0].ended)
     assert summary["rates"]["all"]["successes"] == sum(s for s, _ in mine)
     assert _records(tmp_path / "episodes.jsonl") == records
-
-
-@pytest.mark.sim
-@pytest.mark.slow
-def test_identical_records_for_4_and_16_envs_on_recorded_layouts(user_dir, recorded):
-    for n in (4, 16):
-        out = arena(user_dir, POLICY_RUNNER, "--policy_type", "scripted_pick_and_place", "--num_envs", str(n),
-                    "--env_spacing", "0", "--num_episodes", "16", "--placement_layouts", recorded.name,
-                    "--output_dir", f"rec{n}", "--no-report", "--no-progress", ENV, "--episode_length_s", "5",
-                    timeout=1500)
-        assert out.returncode == 0, out.stderr[-3000:]
-    four, sixteen = (_records(user_dir / f"rec{n}" / "episodes.jsonl") for n in (4, 16))
-    assert four == sixteen
-    assert [r["layout"]["line"] for r in four] == list(range(1, 17))
-    assert all(r["layout"]["source"] == "recorded" for r in four)
-    assert any(r["success"] for r in four)
-
-
-@pytest.mark.sim
-@pytest.mark.slow
-def test_remote_policy_served_from_a_second_process_gives_the_local_records(user_dir):
-    local = arena(user_dir, POLICY_RUNNER, "--policy_type", "my_policies.Zeros", "--policy_arg", "scale=0.5",
-                  "--num_envs", "2", "--num_episodes", "2", "--placement_seed", "5", "--output_dir", "local",
-                  "--no-report", ENV, "--episode_length_s", "0.5")
-    assert local.returncode == 0, local.stderr[-3000:]
-    server = arena_popen(user_dir, SERVER, "--policy_type", "my_policies.Zeros", "--policy_arg", "scale=0.5",
-                         "--port", "0", "--token", "s3cret")
-    try:
-        port = None
-        t0 = time.time()
-        while port is None and time.time() - t0 < 120:
-            line = server.stdout.readline()
-            if "serving" in line:
-                port = line.strip().rsplit(":", 1)[-1]
-        assert port is not None, server.stderr.read()[-3000:] if server.poll() is not None else "no ready line"
-        remote = arena(user_dir, POLICY_RUNNER, "--policy_type", "remote", "--remote_port", port, "--remote_token",
-                       "s3cret", "--num_envs", "2", "--num_episodes", "2", "--placement_seed", "5", "--output_dir",
-                       "remote", "--no-report", ENV, "--episode_length_s", "0.5")
-        assert remote.returncode == 0, remote.stderr[-3000:]
-        a, b = _records(user_dir / "local" / "episodes.jsonl"), _records(user_dir / "remote" / "episodes.jsonl")
-        assert [dict(r, policy=None) for r in a] == [dict(r, policy=None) for r in b]
-        bad = arena(user_dir, POLICY_RUNNER, "--policy_type", "remote", "--remote_port", port, "--remote_token", "nope",
-                    "--num_episodes", "1", "--placement_seed", "5", "--output_dir", "badtoken", ENV)
-        assert "token" in refusal(bad)
-        assert not (user_dir / "badtoken" / "episodes.jsonl").exists()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
-@pytest.mark.sim
-@pytest.mark.slow
-def test_experiment_with_two_runs_is_collated(user_dir):
-    (user_dir / "exp.yaml").write_text(textwrap.dedent(f'''
-        name: two_policies
-        defaults: {{environment: {ENV}, num_envs: 2, num_episodes: 2, placement_seed: 7,
-                   env_args: {{episode_length_s: 4}}}}
-        runs:
-          - name: scripted
-            policy: {{type: scripted_pick_and_place}}
-          - name: zeros
-            policy: {{type: my_policies.Zeros}}
-            factors: [object_x_m, object_distance_from_robot_m]
-    '''))
-    out = arena(user_dir, EVAL_RUNNER, "--experiment", "exp.yaml", "--output_dir", "exp_out", timeout=1500)
-    assert out.returncode == 0, out.stderr[-3000:]
-    root = user_dir / "exp_out"
-    summary = json.load(open(root / "experiment_summary.json"))
-    assert [r["run"] for r in summary["comparison"]] == ["scripted", "zeros"]
-    both = _records(root / "episodes.jsonl")
-    assert [(r["run"], r["episode"]) for r in both] == [("scripted", 0), ("scripted", 1), ("zeros", 0), ("zeros", 1)]
-    for run in ("scripted", "zeros"):
-        assert _records(root / run / "episodes.jsonl") == [r for r in both if r["run"] == run]
-    assert set(both[2]["factors"]) == {"object_x_m", "object_distance_from_robot_m"}
-    # the same layouts for both runs (same spec and seed): episode k has the same poses in either run
-    assert both[0]["poses_at_reset"] == both[2]["poses_at_reset"]
-    assert all(not r["success"] for r in both[2:])  # zero actions never succeed
-    assert (root / "report.html").is_file()
-
-
-@pytest.mark.sim
-@pytest.mark.slow
-@pytest.mark.parametrize("case", ["bad_class", "wrong_shape", "unknown_env", "unknown_policy", "unknown_factor",
-                                  "missing_checkpoint", "wrong_size_checkpoint", "unreachable_server"])
-def test_bad_input_is_one_line_and_writes_nothing(user_dir, case):
-    out_dir = user_dir / f"bad_{case}"
-    if case == "bad_class":
-        out = arena(user_dir, POLICY_RUNNER, "--policy_type", "no_such_module.Policy", "--num_episodes", "2",
-                    "--output_dir", out_dir.name, ENV)
-        assert "no_such_module" in refusal(out) and "does not import" in refusal(out)
-    elif case == "wrong_shape":
-        out = arena(user_dir, POLICY_RUNNER, "--policy_type", "my_policies.WrongShape", "--num_envs", "2",
-                    "--num_episodes", "2", "--placement_seed", "1", "--output_dir", out_dir.name, ENV)
-        line = refusal(out)
-        assert "(2, 6)" in line and "(2, 7)" in line, line
-    elif case == "wrong_size_checkpoint":  # an actor for 12 observations; the Franka env has 39
-        import torch
-
-        torch.save({"actor_state_dict": {"mlp.0.weight": torch.randn(8, 12), "mlp.0.bias": torch.zeros(8),
-                                         "mlp.2.weight": torch.randn(7, 8), "mlp.2.bias": torch.zeros(7)}},
-                   user_dir / "small.pt")
-        out = arena(user_dir, POLICY_RUNNER, "--policy_type", "rsl_rl", "--checkpoint_path", "small.pt",
-                    "--num_envs", "2", "--num_episodes", "2", "--placement_seed", "1", "--output_dir", out_dir.name, ENV)
-        line = refusal(out)
-        assert "12 observations" in line and "39 observations" in line, line
-    elif case == "unreachable_server":
-        import socket
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]  # nothing listens there
-        out = arena(user_dir, POLICY_RUNNER, "--policy_type", "remote", "--remote_port", str(port),
-                    "--remote_timeout_s", "2", "--num_envs", "2", "--num_episodes", "2", "--placement_seed", "1",
-                    "--output_dir", out_dir.name, ENV)
-        line = refusal(out)
-        assert "not answering" in line and str(port) in line, line
-    elif case == "missing_checkpoint":
-        out = arena(user_dir, POLICY_RUNNER, "--policy_type", "rsl_rl", "--checkpoint_path", "nope.pt",
-                    "--num_episodes", "2", "--output_dir", out_dir.name, ENV)
-        assert "nope.pt" in refusal(out)
-    else:
-        run = {"unknown_env": "{environment: no_such_env, policy: {type: zero_action}}",
-               "unknown_policy": f"{{environment: {ENV}, policy: {{type: pkg.Nope}}}}",
-               "unknown_factor": f"{{environment: {ENV}, policy: {{type: zero_action}}, factors: [wind_speed]}}"}[case]
-        (user_dir / f"{case}.yaml").write_text(f"name: {case}\nruns:\n  - {{name: a, {run[1:-1]}}}\n")
-        out = arena(user_dir, EVAL_RUNNER, "--experiment", f"{case}.yaml", "--output_dir", out_dir.name)
-        line = refusal(out)
-        assert {"unknown_env": "no_such_env", "unknown_policy": "pkg.Nope", "unknown_factor": "wind_speed"}[case] in line
-        assert "runs[0]" in line
-    assert not (out_dir / "episodes.jsonl").exists() and not (out_dir / "eval_summary.json").exists()

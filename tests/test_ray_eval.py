@@ -38,15 +38,17 @@ POLICIES = textwrap.dedent('''
             return super().get_action(env, observations)
 ''')
 
+#: The run whose worker dies comes first: its retried task then runs beside the other run's tasks, not alone at the
+#: end with the other CPU idle (about 4 s less on 2 CPUs); the collated records still follow the run order.
 EXPERIMENT = textwrap.dedent(f'''
     name: ray_check
     defaults: {{environment: {ENV}, num_envs: 2, env_spacing: 0, num_episodes: 4, placement_seed: 7,
                env_args: {{episode_length_s: 4}}}}
     runs:
-      - name: scripted
-        policy: {{type: scripted_pick_and_place}}
       - name: dies_once
         policy: {{type: my_ray_policies.DieOnce}}
+      - name: scripted
+        policy: {{type: scripted_pick_and_place}}
 ''')
 
 
@@ -80,7 +82,7 @@ def test_ray_experiment_is_collated_identical_to_the_sequential_run_after_a_work
     assert out.returncode == 0, out.stderr[-3000:]
     assert (work / "killed").exists()  # a worker really died and its task was retried
     seq, ray_ = _records(work / "sequential" / "episodes.jsonl"), _records(work / "on_ray" / "episodes.jsonl")
-    assert [(r["run"], r["episode"]) for r in ray_] == [(run, k) for run in ("scripted", "dies_once") for k in range(4)]
+    assert [(r["run"], r["episode"]) for r in ray_] == [(run, k) for run in ("dies_once", "scripted") for k in range(4)]
     assert seq == ray_
     for run in ("scripted", "dies_once"):
         a = json.load(open(work / "sequential" / run / "eval_summary.json"))
