@@ -188,6 +188,12 @@ class CtrlCAtTheFirstImport:
 sys.meta_path.insert(0, CtrlCAtTheFirstImport())
 """
 
+def _ctrl_c_as_in_a_terminal():
+    """A child's SIGINT at its default action, as a terminal starts a command: a pytest-xdist worker ignores SIGINT
+    and its children inherit that (a shell cannot trap a signal ignored on entry; Python keeps it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 _RUNNERS = ["isaaclab_arena/scripts/environment_runner.py", "isaaclab_arena/scripts/record_placement_layouts.py",
             "isaaclab_arena/scripts/record_many.py", "isaaclab_arena/scripts/export_layout_usd.py",
             "isaaclab_arena/scripts/train_rsl_rl.py", "isaaclab_arena/evaluation/policy_runner.py",
@@ -211,7 +217,7 @@ def test_a_ctrl_c_before_the_handler_is_in_place_is_one_line(tmp_path):
     assert found == sorted(_RUNNERS)
     for runner in _RUNNERS:
         out = subprocess.run([LAUNCHER, os.path.join(ARENA_ROOT, runner), "--help"], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120, preexec_fn=_ctrl_c_as_in_a_terminal)
         assert out.returncode == INTERRUPTED_STATUS, (runner, out.returncode, out.stderr[-1500:])
         assert out.stderr.splitlines() == ["interrupted"], (runner, out.stderr[-1500:])
         assert out.stdout == "", (runner, out.stdout[-500:])
@@ -229,7 +235,8 @@ def test_a_ctrl_c_in_the_launcher_is_one_line(tmp_path):
     (fake / "scripts" / "ensure_env.sh").write_text("#!/usr/bin/env bash\nkill -INT 0\nsleep 1\necho python3\n")
     (fake / "scripts" / "ensure_env.sh").chmod(0o755)
     out = subprocess.run([str(launcher), "-c", "print('ran')"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=60, start_new_session=True)  # the Ctrl-C reaches its process group, as a terminal's
+                         timeout=60, start_new_session=True,  # the Ctrl-C reaches its process group, as a terminal's
+                         preexec_fn=_ctrl_c_as_in_a_terminal)
     assert out.returncode == 130, (out.returncode, out.stderr)
     assert out.stderr.splitlines() == ["interrupted"] and "ran" not in out.stdout
 
