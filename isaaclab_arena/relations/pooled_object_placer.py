@@ -262,15 +262,15 @@ class PooledObjectPlacer:
     def _store(self, take, env_sorted, filled, rank, order, batch, ranked, fallback: bool) -> None:
         """Writes the ranked candidates where ``take`` (ranked order) into their env's slots: candidate
         ``order[k]`` of ``batch`` into slot ``filled[env] + rank[k]`` of env ``env_sorted[k]``, through one row
-        index into the (num_envs * layouts_per_env, ...) views of the pool's tables (``copy_rows``)."""
+        index into the pool's tables (:meth:`_slot_rows`, ``copy_rows``)."""
         picked = take.nonzero().flatten()
         if picked.numel() == 0:
             return
         envs = env_sorted.index_select(0, picked)
         cand = order.index_select(0, picked)
-        rows = envs * self.layouts_per_env + filled.index_select(0, envs) + rank.index_select(0, picked)
+        rows = self._slot_row(envs, filled.index_select(0, envs) + rank.index_select(0, picked))
         dev = lambda t: t.detach().to(self.device)  # noqa: E731
-        flat = lambda t: t.view(-1, *t.shape[2:])  # noqa: E731
+        flat = self._slot_rows
         copy_rows(flat(self.poses), rows, cand, dev(batch.positions).float(), dev(batch.rotations).float())
         copy_rows(flat(self.slot_passed), rows, cand, dev(batch.passed).to(torch.bool))
         flat(self.slot_fallback).index_fill_(0, rows, fallback)
@@ -279,6 +279,15 @@ class PooledObjectPlacer:
         if self.check_names:
             copy_rows(flat(self.slot_checks), rows, cand,
                       *(dev(batch.check_results[c]).to(torch.bool).unsqueeze(1) for c in self.check_names))
+
+    def _slot_row(self, envs: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        """The row of slot ``slots[k]`` of env ``envs[k]`` in :meth:`_slot_rows` views."""
+        return envs * self.layouts_per_env + slots
+
+    @staticmethod
+    def _slot_rows(table: torch.Tensor) -> torch.Tensor:
+        """A (num_envs, layouts_per_env, ...) slot table as a (num_envs * layouts_per_env, ...) view of rows."""
+        return table.view(-1, *table.shape[2:])
 
     def _failure_message(self, short, filled, envs, last, max_batches, explanation: str, advice: str = "") -> str:
         """The error of a fill that stayed short: the envs, the checks their last candidates failed, and the
@@ -358,10 +367,10 @@ class PooledObjectPlacer:
         self.cursor[ids] += 1
         self.remaining[ids] -= 1
         self.consumed[ids] += 1
-        rows = ids * self.layouts_per_env + slots  # rows of the (num_envs * layouts_per_env, ...) views
+        rows = self._slot_row(ids, slots)
         for current, table in ((self.current_poses, self.poses), (self.current_passed, self.slot_passed),
                                (self.current_checks, self.slot_checks), (self.current_fallback, self.slot_fallback)):
-            copy_rows(current, ids, rows, table.view(-1, *table.shape[2:]))
+            copy_rows(current, ids, rows, self._slot_rows(table))
         self.current_slot_info = {"env_ids": ids, "slots": slots}
         return self.current_poses.index_select(0, ids)
 
