@@ -173,15 +173,16 @@ def test_ctrl_c_at_any_moment_is_one_line(tmp_path, after_s):
 
 
 _CTRL_C_IN_THE_FIRST_IMPORT = """
-import os, signal, sys
+import _signal, os, sys
 
 
 class CtrlCAtTheFirstImport:
-    # a Ctrl-C that lands while the runner imports the module that installs its handler (seen under load)
+    # a Ctrl-C that lands while the runner imports ``signal`` or the module that installs its handler, whichever
+    # comes first (both seen under load)
     def find_spec(self, name, path=None, target=None):
-        if name == "isaaclab_arena.utils.interrupts":
+        if name in ("signal", "isaaclab_arena.utils.interrupts"):
             sys.meta_path.remove(self)
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), _signal.SIGINT)
         return None
 
 
@@ -202,8 +203,9 @@ _RUNNERS = ["isaaclab_arena/scripts/environment_runner.py", "isaaclab_arena/scri
 
 @pytest.mark.slow
 def test_a_ctrl_c_before_the_handler_is_in_place_is_one_line(tmp_path):
-    """Every runner holds a Ctrl-C that lands before its handler is installed (here: inside the import of the
-    handler's own module, through a site hook) and reports it in one line with status 130, running nothing else."""
+    """Every runner holds a Ctrl-C that lands before its handler is installed (here: inside the first import of
+    ``signal`` or of the handler's own module, through a site hook) and reports it in one line with status 130,
+    running nothing else."""
     from isaaclab_arena.utils.interrupts import INTERRUPTED_STATUS
 
     hook = tmp_path / "hook"

@@ -24,9 +24,9 @@ with the ``ik_reachable`` placement check required and disabled. Without episode
 from __future__ import annotations
 
 if __name__ == "__main__":  # Ctrl-C during start-up (imports take seconds): one line, no traceback
-    import signal  # a Ctrl-C from here on waits (blocked) until quiet_interrupts() has its handler in place
+    import _signal  # loaded with the interpreter (importing ``signal`` runs Python code a Ctrl-C can land in)
 
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})  # held until quiet_interrupts() has its handler
     from isaaclab_arena.utils.interrupts import quiet_interrupts
     from isaaclab_arena.utils.process_exit import skip_collection_at_exit
 
