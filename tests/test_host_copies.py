@@ -91,6 +91,46 @@ def test_passed_on_the_cpu_equals_the_torch_expression():
         assert int(got.sum()) == sum(1 for b in range(1 << width) if not b & mask) * 40
 
 
+@pytest.mark.parametrize("pattern", ["mixed", "all_pass", "one_slot"])
+def test_verdict_reads_on_the_cpu_equal_plain_counts(pattern):
+    """The host reads a pool and the diagnostics make of a batch's verdicts (per-candidate failure counts, per-check
+    counts, the number that passed, the (B, C) verdict table in the pool's column order, an extra validator's
+    column included) against plain Python over the same bits; ``all_pass`` takes the counts' shortcut."""
+    width = len(CHECK_SLOTS)
+    g = torch.Generator().manual_seed(13)
+    B = 6_000
+    if pattern == "mixed":
+        bits = torch.randint(0, 1 << width, (B,), generator=g, dtype=torch.int32)
+    elif pattern == "all_pass":
+        bits = torch.zeros(B, dtype=torch.int32)
+    else:
+        bits = (torch.rand(B, generator=g) < 0.1).to(torch.int32) << 2
+    verdicts = torch.stack([(bits >> s) & 1 == 0 for s in range(width)], 1)
+    builtin = (CHECK_SLOTS[2], CHECK_SLOTS[0], CHECK_SLOTS[width - 1])
+    req_mask, opt_mask = (1 << 2) | 1, 1 << (width - 1)
+    extra = torch.rand(B, generator=g) > 0.3
+    res = PlacementValidationResults(checks=(*builtin, "custom"), required=(builtin[0], builtin[1], "custom"),
+                                     builtin_checks=builtin, builtin_verdicts=verdicts, builtin_fail_bits=bits,
+                                     builtin_required_mask=req_mask, builtin_optional_mask=opt_mask,
+                                     extra_verdicts={"custom": extra},
+                                     extra_required_failures=(~extra).to(torch.int32))
+    rows = bits.tolist()
+    req = [bin(b & req_mask).count("1") + int(not x) for b, x in zip(rows, extra.tolist())]
+    assert res.required_failures.tolist() == req
+    assert res.optional_failures.tolist() == [bin(b & opt_mask).count("1") for b in rows]
+    assert res.num_passed == sum(r == 0 for r in req)
+    slot = {c: CHECK_SLOTS.index(c) for c in builtin}
+    want = {c: (sum(not (b >> slot[c]) & 1 for b in rows), B) for c in builtin}
+    want["custom"] = (int(extra.sum()), B)
+    assert res.counts() == want
+    for names in (builtin, (builtin[2], "custom", builtin[0]), ()):
+        table = res.verdict_table(names)
+        assert table.dtype == torch.bool and table.shape == (B, len(names))
+        for k, c in enumerate(names):
+            assert table[:, k].tolist() == (extra.tolist() if c == "custom" else
+                                            [not (b >> slot[c]) & 1 for b in rows])
+
+
 def test_large_batch_checks_like_small_pieces():
     """40,000 layouts (positions 360,000 floats: torch's parallel path) in one call and in 10 calls of 4,000."""
     placer = ObjectPlacer(ObjectPlacerParams(placement_seed=3, solver_params=RelationSolverParams(verbose=False)),
@@ -126,10 +166,11 @@ def test_the_launcher_shortens_openmp_spin_unless_the_user_chose(tmp_path, given
     assert out.stdout.strip().splitlines()[-1] == expected
 
 
-@pytest.mark.parametrize("case", ["poses", "bool_columns", "ids", "strided_dst", "float64_src"])
+@pytest.mark.parametrize("case", ["poses", "bool_columns", "ids", "strided_dst", "float64_src", "nan_payloads",
+                                  "strided_src", "flat_parts", "no_rows", "empty_rows"])
 def test_copy_rows_writes_what_indexing_writes(case):
-    """``dst[rows] = cat(srcs, -1)[picks]``, numpy's branch (CPU, one dtype) and torch's (another dtype) alike;
-    rows not named keep their values."""
+    """``dst[rows] = cat(srcs, -1)[picks]``, numpy's branch (CPU, one dtype; rows moved as opaque bytes) and
+    torch's (another dtype) alike, compared bit for bit; rows not named keep their values."""
     g = torch.Generator().manual_seed(3)
     B, E = 5_000, 9_000
     rows, picks = torch.randperm(E, generator=g)[:B], torch.randperm(B, generator=g)
@@ -145,16 +186,35 @@ def test_copy_rows_writes_what_indexing_writes(case):
     elif case == "strided_dst":  # a slice of a pool table (not contiguous)
         srcs = (torch.rand(B, 2, generator=g),)
         dst = torch.zeros(E, 3, 2).select(1, 1)
-    else:  # another dtype: torch's branch converts
+    elif case == "float64_src":  # another dtype: torch's branch converts
         srcs = (torch.rand(B, 4, dtype=torch.float64, generator=g),)
         dst = torch.zeros(E, 4)
+    elif case == "nan_payloads":  # NaNs of distinct payloads, -0.0 and infinities keep their exact bits
+        bits = torch.randint(-2**31, 2**31 - 1, (B, 2, 3), generator=g, dtype=torch.int64).to(torch.int32)
+        bits[:, 0, 0] = 0x7FC00000 + torch.arange(B, dtype=torch.int32) % 1000  # quiet NaNs, distinct payloads
+        srcs = (bits.view(torch.float32), torch.tensor([-0.0, float("inf")]).expand(B, 2, 2))
+        dst = torch.rand(E, 2, 5, generator=g)
+    elif case == "strided_src":  # a part whose last axis is not contiguous, and one that is a column slice
+        srcs = (torch.rand(B, 4, 3, generator=g).transpose(1, 2), torch.rand(B, 3, 5, generator=g)[:, :, 1:3])
+        dst = torch.rand(E, 3, 6, generator=g)
+    elif case == "flat_parts":  # 1-D parts join end to end (one row of B + B values is not a row per candidate)
+        srcs = (torch.rand(B, generator=g),)
+        dst = torch.rand(E, generator=g)
+    elif case == "no_rows":
+        rows, picks = rows[:0], picks[:0]
+        srcs = (torch.rand(B, 3, 3, generator=g), torch.rand(B, 3, 4, generator=g))
+        dst = torch.rand(E, 3, 7, generator=g)
+    else:  # rows of no bytes (a pool whose checks list is empty)
+        srcs = (torch.zeros(B, 0, dtype=torch.bool),)
+        dst = torch.zeros(E, 0, dtype=torch.bool)
     want = dst.clone()
     want[rows] = torch.cat(srcs, -1)[picks].to(want.dtype)
     copy_rows(dst, rows, picks, *srcs)
-    assert torch.equal(dst, want)
+    same = (lambda a, b: torch.equal(a.view(torch.int32), b.view(torch.int32))) if dst.dtype == torch.float32 else torch.equal
+    assert same(dst, want)
     untouched = torch.ones(E, dtype=torch.bool)
     untouched[rows] = False
-    assert untouched.sum() == E - B and torch.equal(dst[untouched], want[untouched])
+    assert untouched.sum() == E - len(rows) and same(dst[untouched], want[untouched])
 
 
 _SOLVE_TWICE = """

@@ -7,7 +7,8 @@ import torch
 
 from isaaclab_arena.assets.object_set import RigidObjectSet
 from isaaclab_arena.relations.object_placer import ObjectPlacer
-from isaaclab_arena.relations.solving.ranking import rank_keys, rank_order
+from isaaclab_arena.relations.solving import ranking
+from isaaclab_arena.relations.solving.ranking import rank_keys, rank_order, rank_within_env
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relations import AtPosition, IsAnchor, NextTo, On, Side
@@ -41,7 +42,15 @@ def test_place_returns_distinct_valid_layout_per_env():
     assert all(set(r.check_results) >= {"no_overlap", "on_relation", "next_to"} for r in res)
 
 
-def test_ranking_matches_a_lexicographic_sort_with_ties_in_batch_order():
+@pytest.fixture(params=["numpy", "torch"])
+def ranking_branch(request, monkeypatch):
+    """Ranks on the CPU through numpy (the default there) or through torch's ops (the branch a GPU takes)."""
+    if request.param == "torch":
+        monkeypatch.setattr(ranking, "_on_host", lambda t: False)
+    return request.param
+
+
+def test_ranking_matches_a_lexicographic_sort_with_ties_in_batch_order(ranking_branch):
     import numpy as np
 
     gen = torch.Generator().manual_seed(5)
@@ -68,6 +77,21 @@ def test_ranking_matches_a_lexicographic_sort_with_ties_in_batch_order():
     loss = torch.tensor([1.0, 0.0, 0.5, 2.0])
     assert rank_keys(env, req, opt, loss).tolist() == [3, 1, 2, 0]
     assert rank_keys(env[:0], req[:0], opt[:0], loss[:0]).tolist() == []
+
+
+def test_rank_within_env_counts_each_envs_masked_candidates_in_order(ranking_branch):
+    """The k-th masked candidate of an env (candidates sorted by env) gets rank k; unmasked ones 2**40; envs
+    without candidates, or with none masked, are skipped; compared with a plain loop."""
+    gen = torch.Generator().manual_seed(11)
+    for B, E in ((1, 1), (9, 4), (5000, 700)):
+        env = torch.randint(0, E, (B,), generator=gen).sort().values
+        mask = torch.rand(B, generator=gen) > 0.3
+        seen: dict[int, int] = {}
+        want = []
+        for e, m in zip(env.tolist(), mask.tolist()):
+            want.append(seen.get(e, 0) if m else 1 << 40)
+            seen[e] = seen.get(e, 0) + int(m)
+        assert rank_within_env(env, mask, E).tolist() == want
 
 
 def test_ranking_required_then_optional_then_loss():

@@ -194,9 +194,13 @@ class ObjectPlacer:
             self.debug_view.on_batch(vb)
         return vb
 
-    def place_batch(self, assets, env_ids, draw_ids, num_envs: int, device: str = "cpu") -> ValidatedBatch:
-        """Solves and validates candidates (env_ids[k], draw_ids[k]) of the scene ``assets``."""
-        problem = self.compile(assets, num_envs, device)
+    def place_batch(self, assets, env_ids, draw_ids, num_envs: int, device: str = "cpu",
+                    problem: PlacementProblem | None = None) -> ValidatedBatch:
+        """Solves and validates candidates (env_ids[k], draw_ids[k]) of the scene ``assets``; ``problem``: what
+        :meth:`compile` returned for them just before (a caller placing several batches of one compile skips the
+        cache's look-up, which reads every relation)."""
+        if problem is None:
+            problem = self.compile(assets, num_envs, device)
         env_ids, draw_ids = checked_ids(problem, env_ids, draw_ids)
         vb = self.place_problem(problem, env_ids, draw_ids)
         if self.params.verbose:

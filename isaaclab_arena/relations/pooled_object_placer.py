@@ -146,11 +146,12 @@ class PooledObjectPlacer:
         """``env_ids`` (tensor on any device, list or range) as int64 on the pool device."""
         return torch.as_tensor(env_ids, dtype=torch.long).to(self.device)
 
-    def _place(self, env_ids: torch.Tensor, draw_ids: torch.Tensor):
+    def _place(self, problem, env_ids: torch.Tensor, draw_ids: torch.Tensor):
         if self.sharded:  # the candidates of the global envs (a monotonic map: the ranking order is unchanged)
             return self.placer.place_batch(self.assets, self.global_ids[env_ids], draw_ids,
-                                           num_envs=self.global_num_envs, device=str(self.device))
-        return self.placer.place_batch(self.assets, env_ids, draw_ids, num_envs=self.num_envs, device=str(self.device))
+                                           num_envs=self.global_num_envs, device=str(self.device), problem=problem)
+        return self.placer.place_batch(self.assets, env_ids, draw_ids, num_envs=self.num_envs, device=str(self.device),
+                                       problem=problem)
 
     def _allocate(self, batch) -> None:
         self.object_names = list(batch.object_names)
@@ -166,14 +167,15 @@ class PooledObjectPlacer:
         if envs.numel() == 0:
             return
         # compiled first (cached), so that the compile's own bar is not drawn inside the fill's
-        self.placer.compile(self.assets, self.global_num_envs if self.sharded else self.num_envs, str(self.device))
+        problem = self.placer.compile(self.assets, self.global_num_envs if self.sharded else self.num_envs,
+                                      str(self.device))
         bar = progress_bar(envs.numel() * self.layouts_per_env, "[placement] pool fill", "layout", leave=False)
         try:
-            self._fill(envs, reason, bar)
+            self._fill(problem, envs, reason, bar)
         finally:
             close_bar(bar)
 
-    def _fill(self, envs: torch.Tensor, reason: str, bar) -> None:
+    def _fill(self, problem, envs: torch.Tensor, reason: str, bar) -> None:
         L, E, dev = self.layouts_per_env, self.num_envs, self.device
         fill = self.diagnostics.begin_fill(reason, envs.tolist(), L)
         filled = torch.zeros(E, dtype=torch.long, device=dev)
@@ -197,7 +199,7 @@ class PooledObjectPlacer:
             if solver is not None:
                 solver.held_lines = []  # printed with the batch's block (held back when the block repeats)
             try:
-                batch = self._place(env_ids, draw_ids)
+                batch = self._place(problem, env_ids, draw_ids)
             finally:
                 preface = (solver.held_lines or []) if solver is not None else []
                 if solver is not None:
@@ -277,8 +279,7 @@ class PooledObjectPlacer:
         copy_rows(flat(self.slot_loss), rows, cand, dev(ranked["loss"]).to(self.slot_loss.dtype))
         copy_rows(flat(self.slot_draw), rows, cand, dev(ranked["draw"]).to(torch.long))
         if self.check_names:
-            copy_rows(flat(self.slot_checks), rows, cand,
-                      *(dev(batch.check_results[c]).to(torch.bool).unsqueeze(1) for c in self.check_names))
+            copy_rows(flat(self.slot_checks), rows, cand, dev(batch.validation.verdict_table(self.check_names)))
 
     def _slot_row(self, envs: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         """The row of slot ``slots[k]`` of env ``envs[k]`` in :meth:`_slot_rows` views."""

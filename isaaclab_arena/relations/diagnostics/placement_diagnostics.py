@@ -231,7 +231,7 @@ def batch_diagnostics(vb: ValidatedBatch, fill_index: int = 0, batch_index: int 
     checks = {c: {"passed": p, "evaluated": e} for c, (p, e) in counts.items() if c not in not_used}
     # a batch in which every evaluated check passed has no rejection cause: the per-check scan is skipped
     causes = rejection_causes(vb) if any(p < e for p, e in counts.values()) else []
-    return BatchDiagnostics(fill_index, batch_index, len(vb), int(vb.passed.sum()), checks, causes,
+    return BatchDiagnostics(fill_index, batch_index, len(vb), vb.validation.num_passed, checks, causes,
                             _distinct_envs(vb.env_ids), not_used)
 
 

@@ -1,12 +1,20 @@
 """Rank stage: candidates of each env ordered by required-check failures, optional-check failures, then
-solver loss (all ascending). Batched torch on the batch's device; the one ranking definition used by
-``ObjectPlacer.place`` and the pool."""
+solver loss (all ascending). Batched torch on the batch's device, numpy on the CPU (one thread: torch's parallel
+ops leave their threads spinning on the cores the placement uses next, ``kernels/geometry.copy_into``; and a
+numpy call on a few thousand values costs a fraction of torch's per-op overhead); the one ranking definition used
+by ``ObjectPlacer.place`` and the pool."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from isaaclab_arena.relations.validation.results import ValidatedBatch
+
+
+def _on_host(t: torch.Tensor) -> bool:
+    """Whether the numpy branch ranks ``t``'s batch (CPU tensors; tests switch it off to check torch's branch)."""
+    return t.device.type == "cpu"
 
 
 def rank_keys(env_ids: torch.Tensor, required_failures: torch.Tensor, optional_failures: torch.Tensor,
@@ -21,8 +29,14 @@ def rank_keys(env_ids: torch.Tensor, required_failures: torch.Tensor, optional_f
     B = loss.numel()
     if B == 0:
         return torch.zeros(0, dtype=torch.long, device=loss.device)
+    if _on_host(loss) and loss.dtype == torch.float32:
+        env, req, opt = (t.numpy().astype(np.int64) for t in (env_ids, required_failures, optional_failures))
+        r_width, o_width = int(req.max()) + 1, int(opt.max()) + 1  # failure counts are >= 0 and small
+        if (int(env.max()) + 1) * r_width * o_width < 1 << 31:
+            key = (((env * r_width + req) * o_width + opt) << 32) | loss_order_bits(loss).numpy()
+            return torch.from_numpy(np.argsort(key, kind="stable"))
     req, opt = required_failures.to(torch.long), optional_failures.to(torch.long)
-    r_width, o_width = int(req.max()) + 1, int(opt.max()) + 1  # failure counts are >= 0 and small
+    r_width, o_width = int(req.max()) + 1, int(opt.max()) + 1
     if loss.dtype != torch.float32 or (int(env_ids.max()) + 1) * r_width * o_width >= 1 << 31:
         idx = torch.argsort(loss, stable=True)
         for k in (opt, req, env_ids):
@@ -37,8 +51,13 @@ def loss_order_bits(loss: torch.Tensor) -> torch.Tensor:
     (-0.0 as 0.0) and NaN comes last, as in a sort of the losses. IEEE-754 bits of a non-negative float grow
     with it: their sign bit is set to put them above the negatives, whose bits are inverted (they grow the
     other way)."""
-    x = loss + 0.0  # -0.0 becomes 0.0
-    x = torch.where(torch.isnan(x), torch.full_like(x, float("nan")), x)  # one NaN (positive): last
+    if _on_host(loss):
+        x = loss.detach().numpy() + np.float32(0.0)  # a new array; -0.0 becomes 0.0
+        x[np.isnan(x)] = np.float32("nan")  # one NaN (positive): last
+        bits = x.view(np.uint32).astype(np.int64)
+        return torch.from_numpy(np.where(bits >= 1 << 31, bits ^ 0xFFFFFFFF, bits | (1 << 31)))
+    x = loss + 0.0
+    x = torch.where(torch.isnan(x), torch.full_like(x, float("nan")), x)
     bits = x.view(torch.int32).to(torch.long) & 0xFFFFFFFF
     return torch.where(bits >= 1 << 31, bits ^ 0xFFFFFFFF, bits | (1 << 31))
 
@@ -61,6 +80,11 @@ def best_per_env(batch: ValidatedBatch) -> tuple[torch.Tensor, torch.Tensor]:
 def rank_within_env(env_sorted: torch.Tensor, mask: torch.Tensor, num_envs: int) -> torch.Tensor:
     """For candidates already sorted by env, the 0-based rank of each masked candidate among its env's masked
     candidates (unmasked entries get a large value)."""
+    if _on_host(env_sorted):
+        env, keep = env_sorted.numpy(), mask.numpy().astype(bool)
+        counts = np.bincount(env[keep], minlength=num_envs)
+        rank = np.cumsum(keep, dtype=np.int64) - 1 - (np.cumsum(counts) - counts)[env]
+        return torch.from_numpy(np.where(keep, rank, np.int64(1 << 40)))
     m = mask.to(torch.long)
     csum = torch.cumsum(m, 0)
     counts = torch.zeros(num_envs, dtype=torch.long, device=env_sorted.device).index_add_(0, env_sorted, m)

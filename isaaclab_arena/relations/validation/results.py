@@ -72,6 +72,21 @@ class PlacementValidationResults:
         out.update(self.extra_verdicts)
         return out
 
+    def verdict_table(self, checks) -> torch.Tensor:
+        """(B, len(checks)) bool: column k is ``verdicts[checks[k]]`` (a pool stores a slot's verdicts as one row).
+        The built-in columns are taken from the (B, K) table in one gather (numpy on the CPU, as ``passed``)."""
+        checks = list(checks)
+        slots = [CHECK_SLOTS.index(c) if c in self.builtin_checks else -1 for c in checks]
+        table = self.builtin_verdicts
+        if checks and min(slots) >= 0:
+            if table.device.type == "cpu":
+                return torch.from_numpy(table.numpy()[:, slots])
+            return table.index_select(1, torch.tensor(slots, device=table.device))
+        B = table.shape[0]
+        if not checks:
+            return torch.zeros(B, 0, dtype=torch.bool, device=table.device)
+        return torch.stack([self.verdicts[c] for c in checks], 1)
+
     @property
     def evaluated(self) -> dict[str, torch.Tensor | None]:
         """check -> (B,) bool where it ran (None: everywhere)."""
@@ -79,7 +94,10 @@ class PlacementValidationResults:
 
     def _failures(self, mask: int, extra: torch.Tensor | None) -> torch.Tensor:
         table = _popcount_table(mask, len(CHECK_SLOTS), self.builtin_fail_bits.device)
-        counts = table.index_select(0, self.builtin_fail_bits.long())
+        if table.device.type == "cpu":  # one thread (see ``passed``)
+            counts = torch.from_numpy(table.numpy()[self.builtin_fail_bits.numpy()])
+        else:
+            counts = table.index_select(0, self.builtin_fail_bits.long())
         return counts if extra is None else counts + extra
 
     @cached_property
@@ -91,6 +109,12 @@ class PlacementValidationResults:
     def optional_failures(self) -> torch.Tensor:
         """(B,) int32 failed enabled-but-optional checks."""
         return self._failures(self.builtin_optional_mask, self.extra_optional_failures)
+
+    @cached_property
+    def num_passed(self) -> int:
+        """How many candidates passed every required check (one host read)."""
+        passed = self.passed
+        return int(np.count_nonzero(passed.numpy())) if passed.device.type == "cpu" else int(passed.sum())
 
     @cached_property
     def passed(self) -> torch.Tensor:
@@ -119,7 +143,10 @@ class PlacementValidationResults:
             slots = [CHECK_SLOTS.index(c) for c in self.builtin_checks]
             verdicts = self.builtin_verdicts
             if verdicts.device.type == "cpu":  # one thread (see ``passed``), and no (B, K) copy
-                passed = np.count_nonzero(verdicts.numpy(), axis=0)[slots].tolist()
+                if not self.builtin_fail_bits.numpy().any():  # every candidate passed every built-in check
+                    passed = [B] * len(slots)
+                else:  # bools as bytes summed per column (np.count_nonzero over an axis is 3x slower)
+                    passed = verdicts.numpy().view(np.uint8).sum(axis=0)[slots].tolist()
             else:
                 passed = verdicts[:, slots].sum(0).tolist()
             out.update({c: (p, B) for c, p in zip(self.builtin_checks, passed)})
