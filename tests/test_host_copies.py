@@ -23,6 +23,7 @@ from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 from isaaclab_arena.relations.solving.evaluation import evaluate_poses
+from isaaclab_arena.relations.validation import results
 from isaaclab_arena.relations.validation.results import PlacementValidationResults
 
 from _outside import LAUNCHER
@@ -91,11 +92,15 @@ def test_passed_on_the_cpu_equals_the_torch_expression():
         assert int(got.sum()) == sum(1 for b in range(1 << width) if not b & mask) * 40
 
 
+@pytest.mark.parametrize("branch", ["numpy", "torch"])
 @pytest.mark.parametrize("pattern", ["mixed", "all_pass", "one_slot"])
-def test_verdict_reads_on_the_cpu_equal_plain_counts(pattern):
+def test_verdict_reads_on_the_cpu_equal_plain_counts(pattern, branch, monkeypatch):
     """The host reads a pool and the diagnostics make of a batch's verdicts (per-candidate failure counts, per-check
     counts, the number that passed, the (B, C) verdict table in the pool's column order, an extra validator's
-    column included) against plain Python over the same bits; ``all_pass`` takes the counts' shortcut."""
+    column included) against plain Python over the same bits; ``all_pass`` takes the counts' shortcut. The torch
+    branch is the one a GPU takes."""
+    if branch == "torch":
+        monkeypatch.setattr(results, "_on_host", lambda t: False)
     width = len(CHECK_SLOTS)
     g = torch.Generator().manual_seed(13)
     B = 6_000

@@ -111,6 +111,33 @@ def test_ranking_required_then_optional_then_loss():
     assert keys == sorted(keys)
 
 
+def test_the_compiled_scene_is_reused_until_something_it_reads_changes():
+    """``ObjectPlacer.compile`` returns its cached problem for the same scene and settings, and compiles again after
+    a relation's parameter changes in place, a relation is added, an initial pose or the env count changes; the
+    problem compiled after a change places by the new relation (its gap measured in float64)."""
+    t = table()
+    mug = on_table(t, "mug", (0.08, 0.08, 0.1))
+    near = NextTo(mug, side=Side.POSITIVE_X, distance_m=0.05)
+    plate = on_table(t, "plate", (0.1, 0.1, 0.02), near)
+    assets = [t, mug, plate]
+    placer = ObjectPlacer(ObjectPlacerParams(placement_seed=4))
+    first = placer.compile(assets, 4)
+    assert placer.compile(assets, 4) is first and placer.compile(list(assets), 4) is first
+    near.distance_m = 0.12  # in place: same object, new parameter
+    second = placer.compile(assets, 4)
+    assert second is not first and placer.compile(assets, 4) is second
+    vb = placer.place_problem(second, torch.arange(4), torch.zeros(4, dtype=torch.long))
+    k = second.object_names.index
+    gap = (vb.positions[:, k("plate"), 0].double() - 0.05) - (vb.positions[:, k("mug"), 0].double() + 0.04)
+    assert bool(vb.passed.all()) and bool(((gap >= 0.12 - 1e-5) & (gap <= 0.13 + 1e-5)).all()), gap
+    mug.add_relation(AtPosition(x=0.1))
+    third = placer.compile(assets, 4)
+    assert third is not second
+    t.initial_pose = Pose((0.0, 0.0, 0.4))
+    assert placer.compile(assets, 4) is not third
+    assert placer.compile(assets, 8) is not placer.compile(assets, 4)
+
+
 def test_over_constrained_scene_is_refused_naming_the_relations_and_metres():
     t = table()
     mug = on_table(t, "mug", (0.08, 0.08, 0.1))

@@ -469,12 +469,19 @@ def _no_mesh(device: str):
     return _empty_mesh[device]
 
 
+def _relation_key(relation) -> tuple:
+    """What the compile reads of one relation: its class, its parent's name and its parameters (what its ``repr``
+    shows, without the quoting: Python's own repr of the plain values ``params()`` returns)."""
+    parent = relation.parent
+    return type(relation), None if parent is None else parent.name, repr(relation.params())
+
+
 def placement_signature(assets, num_envs: int, placer_params, device: str) -> tuple:
     """A key that changes when anything the compile stage reads changes (cache key of ObjectPlacer)."""
     parts = []
     for a in assets:
         pose = a.initial_pose
-        parts.append((a.name, id(a), pose, tuple(repr(r) for r in a.get_relations()), a.collision_mode))
+        parts.append((a.name, id(a), pose, tuple(_relation_key(r) for r in a.get_relations()), a.collision_mode))
     sp = placer_params.solver_params
     return (tuple(parts), num_envs, device, placer_params.random_yaw_init, placer_params.on_relation_z_tolerance_m,
             sp.clearance_m, sp.collision_mode, sp.num_spheres, tuple((k, repr(v)) for k, v in sp.strategies.items()),

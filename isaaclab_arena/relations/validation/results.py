@@ -19,6 +19,12 @@ from isaaclab_arena.relations.solving.placement_candidate import (
 _POPCOUNT: dict[tuple, torch.Tensor] = {}
 
 
+def _on_host(t: torch.Tensor) -> bool:
+    """Whether the verdicts of ``t``'s batch are read through numpy (CPU tensors; tests switch it off to check the
+    torch branch a GPU takes)."""
+    return t.device.type == "cpu"
+
+
 def _popcount_table(mask: int, width: int, device) -> torch.Tensor:
     """(2**width,) int32: the number of set bits of ``i & mask`` for every i (cached per mask and device)."""
     key = (mask, width, str(device))
@@ -79,7 +85,7 @@ class PlacementValidationResults:
         slots = [CHECK_SLOTS.index(c) if c in self.builtin_checks else -1 for c in checks]
         table = self.builtin_verdicts
         if checks and min(slots) >= 0:
-            if table.device.type == "cpu":
+            if _on_host(table):
                 return torch.from_numpy(table.numpy()[:, slots])
             return table.index_select(1, torch.tensor(slots, device=table.device))
         B = table.shape[0]
@@ -94,7 +100,7 @@ class PlacementValidationResults:
 
     def _failures(self, mask: int, extra: torch.Tensor | None) -> torch.Tensor:
         table = _popcount_table(mask, len(CHECK_SLOTS), self.builtin_fail_bits.device)
-        if table.device.type == "cpu":  # one thread (see ``passed``)
+        if _on_host(table):  # one thread (see ``passed``)
             counts = torch.from_numpy(table.numpy()[self.builtin_fail_bits.numpy()])
         else:
             counts = table.index_select(0, self.builtin_fail_bits.long())
@@ -114,7 +120,7 @@ class PlacementValidationResults:
     def num_passed(self) -> int:
         """How many candidates passed every required check (one host read)."""
         passed = self.passed
-        return int(np.count_nonzero(passed.numpy())) if passed.device.type == "cpu" else int(passed.sum())
+        return int(np.count_nonzero(passed.numpy())) if _on_host(passed) else int(passed.sum())
 
     @cached_property
     def passed(self) -> torch.Tensor:
@@ -122,7 +128,7 @@ class PlacementValidationResults:
         if self.extra_required_failures is not None:
             return self.required_failures == 0
         bits = self.builtin_fail_bits
-        if bits.device.type == "cpu":  # one thread (torch's parallel ops leave their threads spinning: copy_into)
+        if _on_host(bits):  # one thread (torch's parallel ops leave their threads spinning: copy_into)
             return torch.from_numpy((bits.numpy() & self.builtin_required_mask) == 0)
         return (bits & self.builtin_required_mask) == 0
 
@@ -142,7 +148,7 @@ class PlacementValidationResults:
         if self.builtin_checks:
             slots = [CHECK_SLOTS.index(c) for c in self.builtin_checks]
             verdicts = self.builtin_verdicts
-            if verdicts.device.type == "cpu":  # one thread (see ``passed``), and no (B, K) copy
+            if _on_host(verdicts):  # one thread (see ``passed``), and no (B, K) copy
                 if not self.builtin_fail_bits.numpy().any():  # every candidate passed every built-in check
                     passed = [B] * len(slots)
                 else:  # bools as bytes summed per column (np.count_nonzero over an axis is 3x slower)
