@@ -8,7 +8,7 @@ import torch
 from isaaclab_arena.assets.object_set import RigidObjectSet
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.solving import ranking
-from isaaclab_arena.relations.solving.ranking import rank_keys, rank_order, rank_within_env
+from isaaclab_arena.relations.solving.ranking import assign_slots, rank_keys, rank_order, rank_within_env
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relations import AtPosition, IsAnchor, NextTo, On, Side
@@ -92,6 +92,25 @@ def test_rank_within_env_counts_each_envs_masked_candidates_in_order(ranking_bra
             want.append(seen.get(e, 0) if m else 1 << 40)
             seen[e] = seen.get(e, 0) + int(m)
         assert rank_within_env(env, mask, E).tolist() == want
+
+
+def test_assign_slots_fills_each_envs_free_slots_with_its_first_masked_candidates(ranking_branch):
+    """Candidates sorted by env, some envs partly filled already: each env's masked candidates, in order, take its
+    next free slots until it is full; the counts grow by what was taken; compared with a plain loop."""
+    gen = torch.Generator().manual_seed(17)
+    for B, E, L in ((1, 1, 1), (12, 3, 2), (5000, 600, 5)):
+        env = torch.randint(0, E, (B,), generator=gen).sort().values
+        mask = torch.rand(B, generator=gen) > 0.25
+        filled = torch.randint(0, L + 1, (E,), generator=gen)
+        count = filled.tolist()
+        want = []
+        for k, (e, m) in enumerate(zip(env.tolist(), mask.tolist())):
+            if m and count[e] < L:
+                want.append((k, e, count[e]))
+                count[e] += 1
+        picked, envs, slots = assign_slots(env, mask, filled, L)
+        assert list(zip(picked.tolist(), envs.tolist(), slots.tolist())) == want
+        assert filled.tolist() == count and picked.dtype == envs.dtype == slots.dtype == torch.int64
 
 
 def test_ranking_required_then_optional_then_loss():

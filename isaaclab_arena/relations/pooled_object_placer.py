@@ -37,7 +37,7 @@ from isaaclab_arena.relations.diagnostics.placement_diagnostics import (
     explanation_text,
     placement_advice,
 )
-from isaaclab_arena.relations.solving.ranking import rank_order, rank_within_env
+from isaaclab_arena.relations.solving.ranking import assign_slots, rank_order
 from isaaclab_arena.utils.interrupts import raise_if_interrupted
 from isaaclab_arena.utils.progress import advance_to, close_bar, paused, progress_bar
 
@@ -212,11 +212,7 @@ class PooledObjectPlacer:
             ranked = {"passed": batch.passed.index_select(0, order), "loss": batch.loss, "draw": draw_ids}
             passed = ranked["passed"]
             env_sorted = env_ids.index_select(0, order)
-            rank = rank_within_env(env_sorted, passed, E)
-            missing = (L - filled).index_select(0, env_sorted)
-            take = passed & (rank < missing)
-            self._store(take, env_sorted, filled, rank, order, batch, ranked, fallback=False)
-            filled.index_add_(0, env_sorted, take.to(torch.long))
+            self._store(*assign_slots(env_sorted, passed, filled, L), order, batch, ranked, fallback=False)
             last = (batch, env_ids, order, ranked, env_sorted)
             if bar is not None:  # the count is a host sync: only with a bar
                 advance_to(bar, int(filled[envs].sum()), f"batch {b + 1}/{max_batches}")
@@ -235,10 +231,9 @@ class PooledObjectPlacer:
             if not self.params.allow_best_loss_fallbacks:
                 # the best-loss candidates stay in the short envs' slots (flagged as fallbacks) so that the
                 # failing run can still draw what the solver came closest to; the pool is not used afterwards
-                failing = ~ranked["passed"]
-                rank = rank_within_env(env_sorted, failing, E)
-                take = failing & (rank < (L - filled)[env_sorted])
-                self._store(take, env_sorted, filled, rank, order, batch, ranked, fallback=True)
+                # (``filled`` keeps counting the layouts that pass: the fallbacks are slots of a failed fill)
+                self._store(*assign_slots(env_sorted, ~ranked["passed"], filled.clone(), L), order, batch, ranked,
+                            fallback=True)
                 self.unfilled_envs = sorted(short.tolist())
                 if self.current_poses is None:  # the creation fill: its slot 0 is what a picture shows
                     self.current_poses = self.poses[:, 0].clone()
@@ -247,13 +242,9 @@ class PooledObjectPlacer:
                     self.current_fallback = self.slot_fallback[:, 0].clone()
                 self.diagnostics.end_fill(fill, [], 0, filled[envs].tolist(), explanation, advice, misses)
                 raise RuntimeError(self._failure_message(short, filled, envs, last, max_batches, explanation, advice))
-            failing = ~ranked["passed"]
-            rank = rank_within_env(env_sorted, failing, E)
-            missing = (L - filled)[env_sorted]
-            take = failing & (rank < missing)
-            self._store(take, env_sorted, filled, rank, order, batch, ranked, fallback=True)
-            filled.index_add_(0, env_sorted, take.to(torch.long))
-            fallback_slots = int(take.sum())
+            picked, slot_envs, slots = assign_slots(env_sorted, ~ranked["passed"], filled, L)
+            self._store(picked, slot_envs, slots, order, batch, ranked, fallback=True)
+            fallback_slots = int(picked.numel())
             self.fallback_envs.update(short.tolist())
         self.cursor[envs] = 0
         self.remaining[envs] = filled[envs]
@@ -261,16 +252,14 @@ class PooledObjectPlacer:
         self.diagnostics.end_fill(fill, short.tolist(), fallback_slots, filled[envs].tolist(), explanation, advice,
                                   misses)
 
-    def _store(self, take, env_sorted, filled, rank, order, batch, ranked, fallback: bool) -> None:
-        """Writes the ranked candidates where ``take`` (ranked order) into their env's slots: candidate
-        ``order[k]`` of ``batch`` into slot ``filled[env] + rank[k]`` of env ``env_sorted[k]``, through one row
+    def _store(self, picked, envs, slots, order, batch, ranked, fallback: bool) -> None:
+        """Writes the ranked candidates ``picked`` (indices in ranked order, ``assign_slots``) into their slots:
+        candidate ``order[picked[k]]`` of ``batch`` into slot ``slots[k]`` of env ``envs[k]``, through one row
         index into the pool's tables (:meth:`_slot_rows`, ``copy_rows``)."""
-        picked = take.nonzero().flatten()
         if picked.numel() == 0:
             return
-        envs = env_sorted.index_select(0, picked)
         cand = order.index_select(0, picked)
-        rows = self._slot_row(envs, filled.index_select(0, envs) + rank.index_select(0, picked))
+        rows = self._slot_row(envs, slots)
         dev = lambda t: t.detach().to(self.device)  # noqa: E731
         flat = self._slot_rows
         copy_rows(flat(self.poses), rows, cand, dev(batch.positions).float(), dev(batch.rotations).float())
