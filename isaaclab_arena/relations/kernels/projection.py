@@ -19,7 +19,7 @@ from isaaclab_arena.relations.kernels.tables import (
     SceneTables,
     obj_bounds,
 )
-from isaaclab_arena.relations.kinds.dispatch import relation_interval
+from isaaclab_arena.relations.kinds.dispatch import relation_interval, relation_interval_of_parent
 from isaaclab_arena.relations.kinds.kind import RoomRow
 
 
@@ -146,8 +146,8 @@ def parent_residual(T: SceneTables, S: CandidateState, b: int, e: int, r: int):
     ri = T.rel_i[r]
     ci = ri[RI_CHILD]
     plo, phi = obj_bounds(T, S, b, e, ri[RI_PARENT])
-    lo, hi = relation_interval(ri[RI_KIND], ri[RI_AXIS], ri[RI_FLAG], T.rel_f[r], S.olo[b, ci], S.ohi[b, ci], plo,
-                              phi, 0, T.room[e, ci])
+    lo, hi = relation_interval_of_parent(ri[RI_KIND], ri[RI_AXIS], ri[RI_FLAG], T.rel_f[r], S.olo[b, ci],
+                                         S.ohi[b, ci], plo, phi, 0, T.room[e, ci])
     x = S.x[b, ci]
     res = float(0.0)
     shift = wp.vec3(0.0)
