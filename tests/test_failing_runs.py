@@ -148,6 +148,12 @@ def test_an_explanation_of_a_crowded_scene_stays_short():
 
 # -- Ctrl-C at any moment ---------------------------------------------------------------------------------------------
 
+def _ctrl_c_as_in_a_terminal():
+    """A child's SIGINT at its default action, as a terminal starts a command: a pytest-xdist worker ignores SIGINT
+    and its children inherit that (a shell cannot trap a signal ignored on entry; Python keeps it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("after_s", [0.3, 1.0, 2.5])
 def test_ctrl_c_at_any_moment_is_one_line(tmp_path, after_s):
@@ -156,7 +162,7 @@ def test_ctrl_c_at_any_moment_is_one_line(tmp_path, after_s):
     proc = subprocess.Popen([LAUNCHER, RUNNER, "--env_spec", _scene(tmp_path, True), "--num_envs", "2",
                              "--num_steps", "100000", "--output_dir", "out"], cwd=tmp_path, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal would
+                            preexec_fn=_ctrl_c_as_in_a_terminal)
     try:
         time.sleep(after_s)
         os.killpg(proc.pid, signal.SIGINT)  # the terminal signals the whole foreground group
@@ -188,11 +194,6 @@ class CtrlCAtTheFirstImport:
 
 sys.meta_path.insert(0, CtrlCAtTheFirstImport())
 """
-
-def _ctrl_c_as_in_a_terminal():
-    """A child's SIGINT at its default action, as a terminal starts a command: a pytest-xdist worker ignores SIGINT
-    and its children inherit that (a shell cannot trap a signal ignored on entry; Python keeps it ignored)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 _RUNNERS = ["isaaclab_arena/scripts/environment_runner.py", "isaaclab_arena/scripts/record_placement_layouts.py",

@@ -55,11 +55,11 @@ def copy_rows(dst, rows, picks, *srcs) -> None:
         import numpy as np
 
         out = dst.detach().numpy()
-        parts = [s.detach().numpy() for s in srcs]
-        src = parts[0] if len(parts) == 1 else _join_last_axis(parts)
         idx, at = picks.numpy(), rows.numpy()
         if idx.size == 0 or out.size == 0:
             return
+        parts = [s.detach().numpy() for s in srcs]
+        src = parts[0] if len(parts) == 1 else _join_last_axis(parts)
         if out.flags.c_contiguous and out.size > out.shape[0]:  # rows of several values: one item per row
             np.put(_row_items(out), at, _row_items(np.ascontiguousarray(src)).take(idx))
         else:

@@ -101,17 +101,15 @@ def assign_slots(env_sorted: torch.Tensor, mask: torch.Tensor, filled: torch.Ten
     Returns ``(picked, envs, slots)``: the indices of the taken candidates in the sorted order, their envs and
     their slots (each (T,) int64). Adds the taken counts to ``filled`` ((num_envs,) int64, in place)."""
     L = layouts_per_env
+    rank = rank_within_env(env_sorted, mask, filled.shape[0])  # unmasked candidates rank 2**40: never a free slot
     if _on_host(env_sorted):
-        env, keep, count = env_sorted.numpy(), mask.numpy().astype(bool), filled.numpy()
-        per_env = np.bincount(env[keep], minlength=len(count))
-        rank = np.cumsum(keep, dtype=np.int64) - 1 - (np.cumsum(per_env) - per_env)[env]
-        picked = np.flatnonzero(keep & (rank < (L - count)[env]))
+        env, rank, count = env_sorted.numpy(), rank.numpy(), filled.numpy()
+        picked = np.flatnonzero(rank < (L - count)[env])
         envs = env[picked]
         slots = count[envs] + rank[picked]
         count += np.bincount(envs, minlength=len(count))  # writes ``filled``
         return torch.from_numpy(picked), torch.from_numpy(envs), torch.from_numpy(slots)
-    rank = rank_within_env(env_sorted, mask, filled.shape[0])
-    picked = (mask & (rank < (L - filled).index_select(0, env_sorted))).nonzero().flatten()
+    picked = (rank < (L - filled).index_select(0, env_sorted)).nonzero().flatten()
     envs = env_sorted.index_select(0, picked)
     slots = filled.index_select(0, envs) + rank.index_select(0, picked)
     filled.index_add_(0, envs, torch.ones_like(envs))

@@ -88,9 +88,8 @@ class PlacementValidationResults:
             if _on_host(table):
                 return torch.from_numpy(table.numpy()[:, slots])
             return table.index_select(1, torch.tensor(slots, device=table.device))
-        B = table.shape[0]
         if not checks:
-            return torch.zeros(B, 0, dtype=torch.bool, device=table.device)
+            return torch.zeros(table.shape[0], 0, dtype=torch.bool, device=table.device)
         return torch.stack([self.verdicts[c] for c in checks], 1)
 
     @property
