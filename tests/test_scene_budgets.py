@@ -238,7 +238,7 @@ def test_memory_budget_refuses_before_allocating_and_names_the_knobs():
     msg = str(err.value)
     one_line(msg)
     assert msg.startswith("placement would allocate about ")
-    assert "(compile 1.01 GB for 2,001,000 pairs, a 10240-candidate batch " in msg
+    assert "(compile 1.11 GB for 2,001,000 pairs, a 10240-candidate batch " in msg
     assert "failure tally 49 GB) but the budget is 16 GB (placer_params.memory_budget_gb=16)" in msg
     assert "lower num_envs (1024) or max_placement_attempts (10), or place fewer than 2000 objects" in msg
     check_memory_budget(2000, 1, 2000, 16, p)  # 16 envs fit

@@ -218,7 +218,8 @@ class RelationSolver:
         return pool
 
     def settings(self, problem: PlacementProblem, do_post: bool, write_checks: bool,
-                 max_iters: int | None = None) -> SolveSettings:
+                 max_iters: int | None = None, scene_bounds: bool = True) -> SolveSettings:
+        """The kernels' settings; ``scene_bounds`` False for candidates given with their own rotations."""
         p = self.params
         s = SolveSettings()
         s.seed = int(problem.placement_seed) & 0x7FFFFFFF
@@ -235,6 +236,7 @@ class RelationSolver:
         s.n_checkpoints = len(p.get_checkpoints())
         s.conv_loss = float(p.convergence_threshold)
         s.history_slots = history_slots(s.max_iters) if p.save_position_history else 0
+        s.scene_bounds = int(scene_bounds)
         return s
 
     # -- reporting ---------------------------------------------------------------------------------
@@ -319,7 +321,8 @@ class RelationSolver:
             copy_into(v["rot"][:, :n], rotations)
         elif n and problem.pools is not None:  # kernels that draw poses: parked pool members start parked
             copy_into(v["pos"][:, :n], problem.pools.start_positions(problem.placement_seed, env_ids, draw_ids))
-        settings = self.settings(problem, do_post=do_post, write_checks=write_checks, max_iters=max_iters)
+        settings = self.settings(problem, do_post=do_post, write_checks=write_checks, max_iters=max_iters,
+                                 scene_bounds=positions is None)
         hist = (torch.full((b, settings.history_slots, max(n, 1), 3), math.nan, device=dev)
                 if settings.history_slots > 0 else None)
         if b:

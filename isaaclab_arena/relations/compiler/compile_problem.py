@@ -20,6 +20,7 @@ from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.object_reference import ObjectReference
 from isaaclab_arena.relations.compiler.collision_geometry import box_pairs_first, compile_pair_geometry, effective_mode
 from isaaclab_arena.relations.kernels.geometry import ensure_warp, torch_stream
+from isaaclab_arena.relations.kernels.static_intervals import static_intervals
 from isaaclab_arena.relations.kernels.tables import (
     OI_COLS,
     ObjectColumn,
@@ -295,6 +296,8 @@ class _SceneCompiler:
                 flags |= ObjectFlag.ROTATED
             if c in general:
                 flags |= ObjectFlag.GENERAL_PAIRS
+            if not flags & (ObjectFlag.MOVABLE_PARENT | ObjectFlag.ROTATED):
+                flags |= ObjectFlag.STATIC_INTERVAL
             row = [0] * OI_COLS
             row[ObjectColumn.YAW] = int(yaw)
             row[ObjectColumn.SUPPORT] = _init_support(a, self.anchors[0], self.index)
@@ -426,6 +429,8 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
         T.pair_of = wp.array(pair_of, dtype=int, device=device)
         T.sweep_pad = float(pair_f[:T.n_box_pairs, PairParam.CLEARANCE].max(initial=0.0))
         keep.append(T.pair_of)
+        T.static_iv = static_intervals(T, obj_i, num_envs, device)
+        keep.append(T.static_iv)
         checkpoints = _device_array(list(sp.get_checkpoints()), int, None, device, keep)
     clearance = {"clearance"} if bool((pair_f[:, PairParam.CLEARANCE] > 0).any()) else set()  # judged on pairs with a clearance
     present = frozenset({"no_overlap"} | clearance | {c.check for c in compiled if c.check})

@@ -26,8 +26,9 @@ AVAILABLE_SHARE = 0.5
 #: Bytes per no_overlap pair at the compile's peak (Python rows of the pair lists, pair geometry, device tables):
 #: the peak RSS of boxes-on-a-table scenes of 1,000 .. 3,000 objects grew by 382 MB per million pairs.
 COMPILE_BYTES_PER_PAIR = 400
-#: Bytes per env and object of the per-env geometry (float64 and float32 bounds, the room table).
-GEOMETRY_BYTES = 104
+#: Bytes per env and object of the per-env geometry (float64 and float32 bounds, the room table, the static
+#: projection intervals: 4 vec3).
+GEOMETRY_BYTES = 152
 #: Bytes per candidate and object of a solve batch (7 vec3 scratch arrays, positions, rotations, the output
 #: buffers, the batch's copy of them and the validation's tensors: 200 boxes x 5,120 candidates peaked 274 MB
 #: above the same scene solved for one env, 267 B), and per candidate and relation (excess, cause, copies).

@@ -23,3 +23,5 @@ class SolveSettings:
     n_checkpoints: int
     conv_loss: float  # convergence_threshold: penalty-loss stop (guarded by the checks' thresholds)
     history_slots: int  # 0: no position history; else snapshots every HISTORY_EVERY iterations
+    scene_bounds: int  # 1: candidates drawn by the kernels (an unrotated object keeps its scene bounds, so its
+    #   interval may come from ``T.static_iv``); 0: given candidates, whose rotations may turn any object

@@ -73,7 +73,7 @@ def _finalize_kernel(general: bool):
                         for k in range(n):
                             i = T.obj_i[k][OI_ORDER]
                             x0 = S.x[b, i]
-                            st = project(T, S, b, e, i, 0, 0, st)
+                            st = project(T, S, b, e, i, 0, 0, st, P.scene_bounds)
                             moved = wp.max(moved, wp.length(S.x[b, i] - x0))
                         if moved <= 1.0e-7:
                             break

@@ -115,6 +115,10 @@ def _init_kernel(general: bool):
                 # a ClutterOn release with random yaw draws a fresh yaw on every try after the first, so a
                 # footprint that does not fit the release region at one heading can fit at another
                 turn = cl >= 0 and oi[OI_YAW] == YAW_RANDOM
+                # a try ends with i projected last (after any heading or parent shift of that try) and nothing moves
+                # after it, so unless this try turns i anew, the interval its last projection recorded is the one
+                # object_interval would compute: a try after the first draws in it (redraw 2)
+                same_interval = int(not turn)
                 best = S.x[b, i]
                 best_rot = S.rot[b, i]
                 best_pen = float(BIG)
@@ -134,7 +138,10 @@ def _init_kernel(general: bool):
                     step = int(0)
                     moved_placed = int(0)  # objects already in the broad phase's list turned or shifted
                     while step >= 0:
-                        st = project(T, S, b, e, target, 1, int(step == 0), st)
+                        redraw = int(0)
+                        if step == 0:
+                            redraw = 1 + same_interval * int(t > 0)
+                        st = project(T, S, b, e, target, 1, redraw, st, 1)
                         nxt = int(-1)
                         if step == 0 and oi[OI_YAW] == YAW_FACE_TO:
                             face_to_update(T, S, b, e)

@@ -96,7 +96,7 @@ def _iterate_kernel(general: bool):
                         pstep = int(0)
                         while pstep >= 0:
                             redraw = int(kicked != 0 and pstep == 0 and i == kicked_obj and kick_draw != 0)
-                            st_kick = project(T, S, b, e, target, 0, redraw, st_kick)
+                            st_kick = project(T, S, b, e, target, 0, redraw, st_kick, P.scene_bounds)
                             nxt = int(-1)
                             if pstep == 0 and repair:
                                 target = repair_shift(T, S, b, e, i)

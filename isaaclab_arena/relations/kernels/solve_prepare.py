@@ -48,7 +48,7 @@ def prepare_kernel(
             S.ohi[b, i] = hi
         st_none = wp.uint32(0)  # no redraw here
         for k in range(n):
-            st_none = project(T, S, b, e, T.obj_i[k][OI_ORDER], 0, 0, st_none)
+            st_none = project(T, S, b, e, T.obj_i[k][OI_ORDER], 0, 0, st_none, 0)  # given rotations
         for i in range(n):
             S.m[b, i] = zero
             S.v[b, i] = zero

@@ -63,6 +63,7 @@ class ObjectFlag(IntFlag):
     PENALISED = 2  # the object is the subject of a PENALTY relation
     ROTATED = 4  # base rotation, yaw draws or RandomAroundSolution: bounds need rotating
     GENERAL_PAIRS = 8  # an OBB / MESH pair or a MESH support term (the initial draw scores them too)
+    STATIC_INTERVAL = 16  # unrotated, every projected relation's parent fixed or none: its interval is a table's
 
 
 class ObjectParam(IntEnum):
@@ -112,6 +113,7 @@ FLAG_MOVABLE_PARENT = wp.constant(int(ObjectFlag.MOVABLE_PARENT))
 FLAG_PENALISED = wp.constant(int(ObjectFlag.PENALISED))
 FLAG_ROTATED = wp.constant(int(ObjectFlag.ROTATED))
 FLAG_GENERAL_PAIRS = wp.constant(int(ObjectFlag.GENERAL_PAIRS))
+FLAG_STATIC_INTERVAL = wp.constant(int(ObjectFlag.STATIC_INTERVAL))
 
 
 class PairParam(IntEnum):
@@ -223,6 +225,8 @@ class SceneTables:
     sweep: int  # 1: box pairs of two placed objects are visited by sort and sweep along X (broad_phase.py)
     pair_of: wp.array2d(dtype=int)  # (n_mov, n_all) box pair index of (i, j), -1 none; (1, 1) unless sweep
     sweep_pad: float  # the largest clearance of a box pair (m): the sweep's reach beyond a box
+    static_iv: wp.array3d(dtype=wp.vec3)  # (E, n_mov, 4) objects flagged STATIC_INTERVAL: their projection interval
+    #   (lo, hi) with at_ratio 0, then 1 (``kernels/static_intervals.py``); (1, 1, 4) when no object is
 
 
 @wp.struct
