@@ -99,7 +99,7 @@ def _init_kernel(general: bool):
                 if not parked(S.x[b, i]):  # a parked pool member starts (and stays) at its parking spot
                     slo, shi = obj_bounds(T, S, b, e, T.obj_i[i][OI_SUPPORT])
                     S.x[b, i] = 0.5 * (slo + shi)
-            clean = int(T.init_exact)
+            clean = int(T.init_exact != 0)
             # broad phase (T.sweep): the placed objects, sorted by low X, grow by one as each is placed
             count = int(0)
             wmax = float(0.0)
@@ -162,6 +162,8 @@ def _init_kernel(general: bool):
                     if cl >= 0:
                         clutter_raise(T, S, b, e, i, rank_i, T.rel_f[cl][clutter_on.GAP])
                         miss = clutter_miss(T, S, b, e, cl)
+                    if moved_placed != 0:
+                        clean = clean * int(T.init_exact == 1)  # a repair moved a placed object after its check
                     pen = float(0.0)
                     if T.sweep != 0:
                         if moved_placed != 0:

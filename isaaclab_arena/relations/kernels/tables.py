@@ -201,7 +201,8 @@ class SceneTables:
     n_all: int
     n_pairs: int
     n_box_pairs: int  # pairs [0, n_box_pairs) are axis-aligned boxes, the rest OBB / MESH (``pair_m``)
-    init_exact: int  # 1: an initial candidate free of penalties needs no solver iteration (see solve_init)
+    init_exact: int  # 1: an initial candidate free of penalties needs no solver iteration (see solve_init); 2: one
+    #   in which, besides, no movable-parent repair moved an object; 0: none (``compile_problem.init_exact``)
     kind_start: wp.array(dtype=int)  # len(KINDS) + 1 row offsets into rel_i / rel_f
     local_lo: wp.array2d(dtype=wp.vec3)  # (E, n_all) local bounds per env
     local_hi: wp.array2d(dtype=wp.vec3)
