@@ -113,6 +113,45 @@ def test_assign_slots_fills_each_envs_free_slots_with_its_first_masked_candidate
         assert filled.tolist() == count and picked.dtype == envs.dtype == slots.dtype == torch.int64
 
 
+def _assign_by_loop(env, mask, filled, L):
+    count, want = filled.tolist(), []
+    for k, (e, m) in enumerate(zip(env.tolist(), mask.tolist())):
+        if m and count[e] < L:
+            want.append((k, e, count[e]))
+            count[e] += 1
+    return want, count
+
+
+def test_assign_slots_of_whole_partitions_takes_the_short_way_with_the_same_slots(ranking_branch, monkeypatch):
+    """The common fill (every candidate passes, each env's L candidates into its empty partition) is assigned
+    without ranking within envs (numpy branch); the same slots as the plain loop, and near misses (one candidate
+    failing, one partition not empty, a short env, a repeated env) take the general way with the loop's slots."""
+    from isaaclab_arena.relations.solving import ranking
+
+    L, E = 5, 40
+    active = torch.tensor([0, 3, 4, 9, 17, 39])
+    env = active.repeat_interleave(L)
+    cases = {"whole": (env, torch.ones(len(env), dtype=torch.bool), torch.zeros(E, dtype=torch.long))}
+    mask = torch.ones(len(env), dtype=torch.bool)
+    mask[7] = False
+    cases["one fails"] = (env, mask, torch.zeros(E, dtype=torch.long))
+    filled = torch.zeros(E, dtype=torch.long)
+    filled[4] = 2
+    cases["not empty"] = (env, torch.ones(len(env), dtype=torch.bool), filled)
+    cases["short env"] = (env[1:], torch.ones(len(env) - 1, dtype=torch.bool), torch.zeros(E, dtype=torch.long))
+    twice = torch.tensor([3, 3]).repeat_interleave(L)
+    cases["repeated env"] = (twice, torch.ones(len(twice), dtype=torch.bool), torch.zeros(E, dtype=torch.long))
+    general = ranking.rank_within_env
+    for name, (env_c, mask_c, filled_c) in cases.items():
+        want, count = _assign_by_loop(env_c, mask_c, filled_c, L)
+        if name == "whole" and ranking._on_host(env_c):  # the short way does not rank within envs
+            monkeypatch.setattr(ranking, "rank_within_env", lambda *a: (_ for _ in ()).throw(AssertionError(name)))
+        picked, envs, slots = assign_slots(env_c, mask_c, filled_c, L)
+        monkeypatch.setattr(ranking, "rank_within_env", general)
+        assert list(zip(picked.tolist(), envs.tolist(), slots.tolist())) == want, name
+        assert filled_c.tolist() == count and picked.dtype == envs.dtype == slots.dtype == torch.int64, name
+
+
 def test_ranking_required_then_optional_then_loss():
     scene = mug_bowl_scene()
     pl = ObjectPlacer(ObjectPlacerParams(placement_seed=1))

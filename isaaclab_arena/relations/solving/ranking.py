@@ -93,6 +93,22 @@ def rank_within_env(env_sorted: torch.Tensor, mask: torch.Tensor, num_envs: int)
     return torch.where(mask, rank, torch.full_like(rank, 1 << 40))
 
 
+def _whole_partitions(env: np.ndarray, keep: np.ndarray, count: np.ndarray, L: int):
+    """``assign_slots`` of the common fill (numpy): every candidate masked, each env's run of exactly ``L``
+    candidates going into its empty partition, so candidate k takes slot k % L; None when the batch is not that."""
+    n = env.shape[0]
+    if n == 0 or n % L or not keep.all():
+        return None
+    groups = env.reshape(-1, L)
+    heads = groups[:, 0]
+    if not (groups == heads[:, None]).all() or (heads.shape[0] > 1 and not (heads[1:] > heads[:-1]).all()) \
+            or count[heads].any():
+        return None
+    count[heads] += L  # writes ``filled``
+    slots = np.tile(np.arange(L, dtype=np.int64), heads.shape[0])
+    return torch.from_numpy(np.arange(n, dtype=np.int64)), torch.from_numpy(env.copy()), torch.from_numpy(slots)
+
+
 def assign_slots(env_sorted: torch.Tensor, mask: torch.Tensor, filled: torch.Tensor,
                  layouts_per_env: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Which candidates fill their env's free slots, and which slots: for candidates sorted by env (each env's best
@@ -101,6 +117,10 @@ def assign_slots(env_sorted: torch.Tensor, mask: torch.Tensor, filled: torch.Ten
     Returns ``(picked, envs, slots)``: the indices of the taken candidates in the sorted order, their envs and
     their slots (each (T,) int64). Adds the taken counts to ``filled`` ((num_envs,) int64, in place)."""
     L = layouts_per_env
+    if _on_host(env_sorted):
+        whole = _whole_partitions(env_sorted.numpy(), mask.numpy(), filled.numpy(), L)
+        if whole is not None:
+            return whole
     rank = rank_within_env(env_sorted, mask, filled.shape[0])  # unmasked candidates rank 2**40: never a free slot
     if _on_host(env_sorted):
         env, rank, count = env_sorted.numpy(), rank.numpy(), filled.numpy()
