@@ -133,3 +133,35 @@ def test_checking_given_layouts_on_several_threads_changes_no_verdict_and_each_b
             assert torch.equal(getattr(again, name), getattr(ref, name)), (threads, name)
         assert bool((again.builtin_fail_bits[::2] != 0).all()) and bool((again.builtin_fail_bits[1::2] == 0).all())
     assert torch.equal(first.builtin_fail_bits, kept) and bool((kept == 0).all())  # still the clean verdicts
+
+
+def test_solves_split_over_threads_return_every_output_and_each_batch_owns_its_tensors():
+    """A solve split over threads: every output of crowded14 (600 candidates, some optimised) is the same on 1, 2
+    and 3 threads and is what the check pass finds on the returned poses, and a batch returned earlier is not
+    overwritten by a later solve of other draws (the workspace's buffers are reused)."""
+    fields = ("positions", "rotations", "loss", "iterations", "relation_excess", "relation_cause", "overlap_pair",
+              "overlap_depth", "clearance_pair", "clearance_depth", "builtin_verdicts", "builtin_fail_bits")
+    envs = torch.arange(600) % 50
+    draws = torch.arange(600)
+    results = {}
+    for threads in (1, 2, 3):
+        params = ObjectPlacerParams(placement_seed=5, solver_params=RelationSolverParams(verbose=False,
+                                                                                         cpu_threads=threads))
+        problem = compile_placement_problem(SCENES["crowded14"](), 50, 5, params)
+        solver = RelationSolver(params.solver_params)
+        first = solver.solve(problem, envs, draws)
+        kept = {f: getattr(first, f).clone() for f in fields}
+        second = solver.solve(problem, envs, draws + 600)
+        for f in fields:
+            assert torch.equal(getattr(first, f), kept[f]), (threads, f)  # not overwritten by the second solve
+        assert not torch.equal(second.positions, first.positions)
+        results[threads] = kept
+    assert bool((results[1]["iterations"] > 0).any()) and bool((results[1]["builtin_fail_bits"] == 0).any())
+    # and they are the outputs: the check pass on the returned poses gives the same verdicts, excesses and pairs
+    checked = evaluate_poses(problem, envs, results[1]["positions"], results[1]["rotations"])
+    for f in ("builtin_fail_bits", "builtin_verdicts", "relation_excess", "relation_cause", "overlap_pair",
+              "overlap_depth", "clearance_pair", "clearance_depth"):
+        assert torch.equal(getattr(checked, f), results[1][f]), f
+    for threads in (2, 3):
+        for f in fields:
+            assert torch.equal(results[threads][f], results[1][f]), (threads, f)
