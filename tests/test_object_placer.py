@@ -94,6 +94,16 @@ def test_rank_within_env_counts_each_envs_masked_candidates_in_order(ranking_bra
         assert rank_within_env(env, mask, E).tolist() == want
 
 
+def _assign_by_loop(env, mask, filled, L):
+    """(taken (k, env, slot) tuples, counts after) of ``assign_slots`` as a plain loop."""
+    count, want = filled.tolist(), []
+    for k, (e, m) in enumerate(zip(env.tolist(), mask.tolist())):
+        if m and count[e] < L:
+            want.append((k, e, count[e]))
+            count[e] += 1
+    return want, count
+
+
 def test_assign_slots_fills_each_envs_free_slots_with_its_first_masked_candidates(ranking_branch):
     """Candidates sorted by env, some envs partly filled already: each env's masked candidates, in order, take its
     next free slots until it is full; the counts grow by what was taken; compared with a plain loop."""
@@ -102,24 +112,10 @@ def test_assign_slots_fills_each_envs_free_slots_with_its_first_masked_candidate
         env = torch.randint(0, E, (B,), generator=gen).sort().values
         mask = torch.rand(B, generator=gen) > 0.25
         filled = torch.randint(0, L + 1, (E,), generator=gen)
-        count = filled.tolist()
-        want = []
-        for k, (e, m) in enumerate(zip(env.tolist(), mask.tolist())):
-            if m and count[e] < L:
-                want.append((k, e, count[e]))
-                count[e] += 1
+        want, count = _assign_by_loop(env, mask, filled, L)
         picked, envs, slots = assign_slots(env, mask, filled, L)
         assert list(zip(picked.tolist(), envs.tolist(), slots.tolist())) == want
         assert filled.tolist() == count and picked.dtype == envs.dtype == slots.dtype == torch.int64
-
-
-def _assign_by_loop(env, mask, filled, L):
-    count, want = filled.tolist(), []
-    for k, (e, m) in enumerate(zip(env.tolist(), mask.tolist())):
-        if m and count[e] < L:
-            want.append((k, e, count[e]))
-            count[e] += 1
-    return want, count
 
 
 def test_assign_slots_of_whole_partitions_takes_the_short_way_with_the_same_slots(ranking_branch, monkeypatch):

@@ -10,8 +10,6 @@ bit the ones computed per candidate. Metres, env-local world frame.
 
 from __future__ import annotations
 
-import numpy as np
-
 import warp as wp
 
 from isaaclab_arena.relations.kernels.projection import object_interval
@@ -22,6 +20,7 @@ from isaaclab_arena.relations.kernels.tables import (
     ObjectColumn,
     ObjectFlag,
     SceneTables,
+    sweep_scratch,
 )
 from isaaclab_arena.relations.kinds.dispatch import track_kind_sources
 
@@ -54,11 +53,9 @@ def static_intervals(T: SceneTables, obj_i, num_envs: int, device: str) -> wp.ar
     S = CandidateState()
     S.x = wp.zeros((num_envs, n), dtype=wp.vec3, device=device)  # read only for parent-less rows (unused there)
     S.olo, S.ohi = T.local_lo, T.local_hi  # (E, n_all): an unrotated object's bounds, row e for env e
-    spare = wp.zeros((1, 1), dtype=wp.vec3, device=device)
-    S.m = S.v = S.g = S.ilo = S.ihi = spare
+    S.m = S.v = S.g = S.ilo = S.ihi = wp.zeros((1, 1), dtype=wp.vec3, device=device)  # not read
     S.rot = wp.zeros((1, 1), dtype=wp.quat, device=device)
-    S.order = wp.array(np.zeros((1, 1), np.int32), dtype=int, device=device)
-    S.key = wp.zeros((1, 1), dtype=float, device=device)
+    sweep_scratch(S, T, 1, device)
     T.static_iv = out  # the struct's field must hold an array while it is passed
     wp.launch(static_interval_kernel, dim=(num_envs, n), inputs=[T, S, out], device=device)
     return out

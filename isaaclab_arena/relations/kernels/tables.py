@@ -227,7 +227,7 @@ class SceneTables:
     pair_of: wp.array2d(dtype=int)  # (n_mov, n_all) box pair index of (i, j), -1 none; (1, 1) unless sweep
     sweep_pad: float  # the largest clearance of a box pair (m): the sweep's reach beyond a box
     static_iv: wp.array3d(dtype=wp.vec3)  # (E, n_mov, 4) objects flagged STATIC_INTERVAL: their projection interval
-    #   (lo, hi) with at_ratio 0, then 1 (``kernels/static_intervals.py``); (1, 1, 4) when no object is
+    #   (lo, hi) with at_ratio 0, then 1 (``kernels/static_intervals.py``); (1, 1, 4) when no object is flagged
 
 
 @wp.struct

@@ -101,8 +101,7 @@ def _whole_partitions(env: np.ndarray, keep: np.ndarray, count: np.ndarray, L: i
         return None
     groups = env.reshape(-1, L)
     heads = groups[:, 0]
-    if not (groups == heads[:, None]).all() or (heads.shape[0] > 1 and not (heads[1:] > heads[:-1]).all()) \
-            or count[heads].any():
+    if not (groups == heads[:, None]).all() or not (heads[1:] > heads[:-1]).all() or count[heads].any():
         return None
     count[heads] += L  # writes ``filled``
     slots = np.tile(np.arange(L, dtype=np.int64), heads.shape[0])
