@@ -176,8 +176,9 @@ def test_early_exits_never_refuse_what_the_full_solve_reaches(checker, monkeypat
     """The same 512 candidates with the early look and the polish's stop turned off (every problem solved in
     full): every grasp the full solve reaches is reached with the early exits too, and every grasp reached
     with them is within both thresholds by float64 FK of the returned joints."""
+    import functools
+
     import isaaclab_arena.reachability.ik_reachability as ik
-    import isaaclab_arena.reachability.limit_polish as polish
 
     g = torch.Generator().manual_seed(11)
     n = 512
@@ -189,9 +190,8 @@ def test_early_exits_never_refuse_what_the_full_solve_reaches(checker, monkeypat
                            torch.full((n,), 0.80)], -1)[:, None]
     early = checker.check(base, objects)
 
-    solve_in_full = polish.polish_within_limits
     monkeypatch.setattr(ik, "EARLY_LOOK_ITERATIONS", checker.iterations)
-    monkeypatch.setattr(ik, "polish_within_limits", lambda *a, rows_per_problem=None, **k: solve_in_full(*a, **k))
+    monkeypatch.setattr(checker._polish, "polish", functools.partial(checker._polish.polish, stop_when_reached=False))
     full = checker.check(base, objects)
 
     assert bool((early.reachable | ~full.reachable).all()), "an early exit refused a grasp the full solve reaches"

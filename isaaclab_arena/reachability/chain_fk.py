@@ -43,23 +43,14 @@ class ChainFK:
         self._eye = torch.eye(3, device=self.device, dtype=dtype)
 
     def forward(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``q`` (N, n_coords) joint positions (rad or m) -> tool position (N, 3) m, rotation (N, 3, 3)."""
-        position, rotation, _ = self._forward(q, jacobian=False)
-        return position, rotation
+        """``q`` (N, n_coords) joint positions (rad or m) -> tool position (N, 3) m, rotation (N, 3, 3).
 
-    def forward_with_jacobian(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """:meth:`forward` plus the geometric Jacobian (N, 6, n_coords) of the tool in the base frame: rows 0-2
-        the tool origin's velocity (m per rad or m), rows 3-5 its angular velocity (rad per rad; base axes)."""
-        return self._forward(q, jacobian=True)
-
-    def _forward(self, q: torch.Tensor, jacobian: bool):
-        """Rotation (N, 3, 3) and position (N, 3) carried joint by joint (few batched ops per joint: the fixed
-        transforms between movable joints are folded at construction, and a revolute joint's rotation is
-        ``I + sin(a) K + (1 - cos(a)) K^2`` with its axis' cross-product matrix ``K`` precomputed)."""
+        Carried joint by joint, a few batched ops per joint: the fixed transforms between movable joints are
+        folded at construction, and a revolute joint's rotation is ``I + sin(a) K + (1 - cos(a)) K^2`` with its
+        axis' cross-product matrix ``K`` precomputed."""
         q = q.to(self.device, self.dtype)
         n = q.shape[0]
         rotation, position = None, torch.zeros(n, 3, device=self.device, dtype=self.dtype)
-        axes, origins, sliding = [], [], []
 
         def apply_fixed(rotation, position, fixed):
             r_fixed, t_fixed, identity = fixed
@@ -70,28 +61,16 @@ class ChainFK:
 
         for c, (slide, axis, k, k2) in enumerate(self._steps):
             rotation, position = apply_fixed(rotation, position, self._fixed[c])
-            axis_base = rotation @ axis  # the joint's axis in the base frame (its own motion does not move it)
-            if jacobian:
-                axes.append(axis_base)
-                origins.append(position)
-                sliding.append(slide)
             a = q[:, c]
-            if slide:
-                position = position + a[:, None] * axis_base
+            if slide:  # along the joint's axis in the base frame (its own motion does not move it)
+                position = position + a[:, None] * (rotation @ axis)
             else:
                 s, one_minus_c = torch.sin(a)[:, None, None], (1 - torch.cos(a))[:, None, None]
                 rotation = small_matmul(rotation, self._eye + s * k + one_minus_c * k2)
         rotation, position = apply_fixed(rotation, position, self._fixed[-1])
         if rotation.shape[0] != n or rotation.stride(0) == 0:
             rotation = rotation.expand(n, 3, 3).contiguous()
-        if not jacobian:
-            return position, rotation, None
-        axis = torch.stack(axes, -1)  # (N, 3, C)
-        lever = position[:, :, None] - torch.stack(origins, -1)
-        slide = torch.tensor(sliding, device=self.device)
-        linear = torch.where(slide, axis, torch.linalg.cross(axis, lever, dim=1))
-        angular = torch.where(slide, torch.zeros_like(axis), axis)
-        return position, rotation, torch.cat([linear, angular], 1)
+        return position, rotation
 
 
 def small_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

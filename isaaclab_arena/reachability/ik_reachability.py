@@ -18,7 +18,7 @@ How (no Python loop over candidates):
    (Roberts sequence) configurations spread over the joint limits.
 3b. Stage 3 polishes the near misses (best score between 1 and :data:`NEAR_MISS_SCORE`) with the joint
    limits held exactly and the rotation weight balanced toward the verdict's max()
-   (:func:`~isaaclab_arena.reachability.limit_polish.polish_within_limits`), from their best solution, their
+   (:class:`~isaaclab_arena.reachability.limit_polish.LimitPolish`), from their best solution, their
    best stage-2 ones (:data:`POLISH_STARTS`), the library solutions of the :data:`LIBRARY_STARTS` nearest
    cells, and all of these through the other shoulder (j1 + pi, -j2, j3 + pi: the same tool poses on a
    roll-pitch-roll shoulder, found by FK at construction; it reaches behind the base past j1's limits).
@@ -46,7 +46,7 @@ import torch
 
 from isaaclab_arena.reachability.chain_fk import ChainFK, matrix_to_quat_xyzw, rotation_angle_between
 from isaaclab_arena.reachability.grasp_targets import top_down_grasp_targets
-from isaaclab_arena.reachability.limit_polish import polish_within_limits
+from isaaclab_arena.reachability.limit_polish import LimitPolish
 from isaaclab_arena.reachability.reach_bounds import ReachBounds
 from isaaclab_arena.reachability.seed_library_cache import load_library, store_library
 from isaaclab_arena.reachability.urdf_chain import UrdfChain, load_urdf_chain
@@ -120,6 +120,12 @@ _LIBRARIES: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 #: LM iterations of stage 1's first look: a problem reached by then is not solved further (most are).
 EARLY_LOOK_ITERATIONS = 10
 
+#: Stage 1's rest (the problems its early look left unreached) and their stage-2 rows go into one LM call when they
+#: are at most this many rows: below a few hundred rows a call's cost is mostly its fixed per-iteration kernel
+#: launches on the CPU (iiwa, 30 iterations: 64 rows 19 ms, 192 rows 32 ms, 458 rows 66 ms), so one call of both beats
+#: two even where the full solve reaches some of the rest, whose stage-2 rows are then not used.
+MERGED_ROWS = 256
+
 #: Weight of the soft joint-limit objective (solutions are clamped to the limits afterwards anyway).
 LIMIT_WEIGHT = 10.0
 
@@ -187,6 +193,7 @@ class IKReachabilityChecker:
         self._upper = torch.tensor(hi, dtype=torch.float32, device=tdev)
         self._home = torch.tensor(home, dtype=torch.float32, device=tdev)
         self._fk = ChainFK(self.chain, tdev, torch.float32)
+        self._polish = LimitPolish(self.chain, self._lower, self._upper, self.device)
         # the first joint turning about the base's vertical axis carries the object's azimuth in the seed
         self._yaw_joint = next((i for i, j in enumerate(self.chain.movable)
                                 if j.type != "prismatic" and abs(abs(j.axis[2]) - 1) < 1e-6
@@ -272,15 +279,39 @@ class IKReachabilityChecker:
         # rotation residuals weigh pos_thr / rot_thr against position ones (metres): the LM objective then
         # trades position against orientation error the way the verdict does
         weight = thresholds[0] / thresholds[1]
-        q, pos_err, rot_err = self._solve_with_early_look(pos, rot, self._informed_seeds(pos, azimuth), weight,
-                                                          thresholds)
+        seeds = self._informed_seeds(pos, azimuth)
+        look = min(EARLY_LOOK_ITERATIONS, self.iterations)
+        q, pos_err, rot_err = self._solve_and_measure(pos, rot, seeds, weight, look)
         score = self._score(pos_err, rot_err, thresholds)
-        rest = (score > 1).nonzero().squeeze(-1)
         s = self._spread.shape[0]
+        rest = (score > 1).nonzero().squeeze(-1)
+        merged = None  # (problems, stage-2 rows' q, position and rotation errors) when solved with stage 1's rest
+        if rest.numel() and self.iterations > look:
+            # the problems the early look left unreached are solved again from their seeds with the full iterations,
+            # so their results are exactly those of one full solve; a few of them also get their stage-2 rows in the
+            # same call (rows are independent, so results are those of separate calls), saving a call's fixed cost
+            r = rest.numel()
+            rows = (pos[rest], rot[rest], seeds[rest])
+            if s and r * (1 + s) <= MERGED_ROWS:
+                rows = (torch.cat([rows[0], rows[0].repeat_interleave(s, 0)]),
+                        torch.cat([rows[1], rows[1].repeat_interleave(s, 0)]),
+                        torch.cat([rows[2], self._spread.repeat(r, 1)]))
+            qa, pa, ra = self._solve_and_measure(*rows, weight, self.iterations)
+            q[rest], pos_err[rest], rot_err[rest] = qa[:r], pa[:r], ra[:r]
+            score[rest] = self._score(pa[:r], ra[:r], thresholds)
+            if qa.shape[0] > r:
+                merged = (rest, qa[r:], pa[r:], ra[r:])
+            rest = (score > 1).nonzero().squeeze(-1)
         starts = q[:, None].clone()  # (M, 1 + k, C) stage-3 starting configurations
         if s and rest.numel():  # stage 2: the unreached problems from every spread seed
-            q2, p2, r2 = self._solve_and_measure(pos[rest].repeat_interleave(s, 0), rot[rest].repeat_interleave(s, 0),
-                                                 self._spread.repeat(rest.numel(), 1), weight, self.iterations)
+            if merged is not None:  # already solved: the rows of the problems still unreached (a subset, both sorted)
+                at = torch.searchsorted(merged[0], rest)
+                sel = (at[:, None] * s + torch.arange(s, device=pos.device)).reshape(-1)
+                q2, p2, r2 = merged[1][sel], merged[2][sel], merged[3][sel]
+            else:
+                q2, p2, r2 = self._solve_and_measure(pos[rest].repeat_interleave(s, 0),
+                                                     rot[rest].repeat_interleave(s, 0),
+                                                     self._spread.repeat(rest.numel(), 1), weight, self.iterations)
             score2 = self._score(p2, r2, thresholds).reshape(-1, s)
             best2, arg = score2.min(dim=1)
             pick = torch.arange(rest.numel(), device=pos.device) * s + arg
@@ -300,16 +331,11 @@ class IKReachabilityChecker:
             starts = torch.cat([starts[near], self._informed_seeds(pos[near], azimuth[near], LIBRARY_STARTS)], 1)
             if self._flip is not None:  # the same poses through the other shoulder: j1 + pi, -j2, j3 + pi
                 starts = torch.cat([starts, self._flipped(starts)], 1)
-            n_start = starts.shape[1]
-            q3, p3, r3 = polish_within_limits(self._fk, pos[near].repeat_interleave(n_start, 0),
-                                              rot[near].repeat_interleave(n_start, 0),
-                                              starts.reshape(-1, q.shape[1]), self._lower, self._upper,
-                                              thresholds, rows_per_problem=n_start)
-            score3, arg = self._score(p3, r3, thresholds).reshape(-1, n_start).min(dim=1)
-            pick = torch.arange(near.numel(), device=pos.device) * n_start + arg
+            q3, p3, r3 = self._polish.polish(pos[near], rot[near], starts, thresholds)
+            score3 = self._score(p3, r3, thresholds)
             better = score3 < score[near]
-            upd, pick = near[better], pick[better]
-            q[upd], pos_err[upd], rot_err[upd], score[upd] = q3[pick], p3[pick], r3[pick], score3[better]
+            upd = near[better]
+            q[upd], pos_err[upd], rot_err[upd], score[upd] = q3[better], p3[better], r3[better], score3[better]
         return q, pos_err, rot_err, score
 
     def _build_seed_library(self) -> None:
@@ -397,19 +423,6 @@ class IKReachabilityChecker:
         if bucket not in self._solvers:
             self._solvers[bucket] = _Solver(self.model, self._tcp_body, bucket, self.device)
         return self._solvers[bucket]
-
-    def _solve_with_early_look(self, pos: torch.Tensor, rot: torch.Tensor, seeds: torch.Tensor,
-                               rotation_weight: float, thresholds: tuple[float, float]):
-        """:meth:`_solve_and_measure` that stops where the verdict is known early: every problem first gets
-        :data:`EARLY_LOOK_ITERATIONS`; the problems not reached then are solved again from their seeds with the
-        full ``iterations``, so their results are exactly those of one full solve. Returns (M, C), (M,), (M,)."""
-        q, pos_err, rot_err = self._solve_and_measure(pos, rot, seeds, rotation_weight,
-                                                      min(EARLY_LOOK_ITERATIONS, self.iterations))
-        rest = (self._score(pos_err, rot_err, thresholds) > 1).nonzero().squeeze(-1)
-        if rest.numel() and self.iterations > EARLY_LOOK_ITERATIONS:
-            q[rest], pos_err[rest], rot_err[rest] = self._solve_and_measure(pos[rest], rot[rest], seeds[rest],
-                                                                            rotation_weight, self.iterations)
-        return q, pos_err, rot_err
 
     def _solve_and_measure(self, pos: torch.Tensor, rot: torch.Tensor, seeds: torch.Tensor, rotation_weight: float,
                            iterations: int):
