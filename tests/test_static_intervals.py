@@ -22,7 +22,7 @@ import warp as wp
 
 from isaaclab_arena.benchmarks.scenes import SCENE_PLACER_PARAMS, SCENES, on_table, table
 from isaaclab_arena.relations.kernels.broad_phase import first_at_or_after
-from isaaclab_arena.relations.kernels.tables import CandidateState, ObjectColumn, ObjectFlag, vec12i
+from isaaclab_arena.relations.kernels.tables import CandidateState, InitExact, ObjectColumn, ObjectFlag, vec12i
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
@@ -218,8 +218,8 @@ def test_layouts_are_those_of_earlier_versions(scene):
 
 
 def forced_iterations(problem):
-    """The same problem with every candidate sent through the optimisation loop (``T.init_exact`` 0)."""
-    problem.tables.init_exact = 0
+    """The same problem with every candidate sent through the optimisation loop (``T.init_exact`` NONE)."""
+    problem.tables.init_exact = int(InitExact.NONE)
     return problem
 
 
@@ -230,7 +230,7 @@ def test_candidates_without_a_repair_skip_the_loop_with_the_layouts_it_gives(sce
     layouts equal those with every candidate sent through the loop, bit for bit."""
     pl = placer()
     problem = pl.compile(SCENES[scene](), 512)
-    assert problem.tables.init_exact == 2
+    assert problem.tables.init_exact == InitExact.UNLESS_REPAIRED
     skipped = solved(pl, problem, 512, 4)
     other = placer()
     looped = solved(other, forced_iterations(other.compile(SCENES[scene](), 512)), 512, 4)

@@ -23,6 +23,7 @@ from isaaclab_arena.relations.kernels.geometry import ensure_warp, torch_stream
 from isaaclab_arena.relations.kernels.static_intervals import static_intervals
 from isaaclab_arena.relations.kernels.tables import (
     OI_COLS,
+    InitExact,
     ObjectColumn,
     ObjectFlag,
     ObjectParam,
@@ -319,20 +320,20 @@ class _SceneCompiler:
         return obj_i, obj_f, proj_flat, adj_flat, rank
 
     @staticmethod
-    def init_exact(ints, obj_i, rank) -> int:
+    def init_exact(ints, obj_i, rank) -> InitExact:
         """The initial sampler checks each object against everything placed before it, so a candidate whose
         every draw was penalty-free is already a solver fixed point, unless a later object moved an earlier one
-        (FaceTo headings, a movable-parent repair) or a PENALTY relation refers to a later parent. Returns 1
-        (every such candidate), 2 (those in which no repair moved an object: a scene with movable parents,
-        decided per candidate by the init kernel) or 0 (none)."""
+        (FaceTo headings, a movable-parent repair) or a PENALTY relation refers to a later parent. Returns
+        EVERY (every such candidate), UNLESS_REPAIRED (those in which no repair moved an object: a scene with
+        movable parents, decided per candidate by the init kernel) or NONE."""
         n_mov = len(obj_i)
         later_parent = any(KINDS[r.kind].role == KindRole.PENALTY and 0 <= r.parent < n_mov
                            and rank[r.parent] > rank[r.subject] for r in ints)
         headings = any(KINDS[r.kind].role == KindRole.HEADING for r in ints)
         moves_parent = any(o[ObjectColumn.FLAGS] & ObjectFlag.MOVABLE_PARENT for o in obj_i)
         if headings or later_parent:
-            return 0
-        return 2 if moves_parent else 1
+            return InitExact.NONE
+        return InitExact.UNLESS_REPAIRED if moves_parent else InitExact.EVERY
 
 
 def _device_array(values, dtype, width, device, keep):
@@ -405,7 +406,7 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
                                                          for t in (local_lo, local_hi, fixed_lo, fixed_hi)]
         T = SceneTables()
         T.n_mov, T.n_all, T.n_pairs = sc.n_mov, sc.n_all, len(pairs)
-        T.init_exact = sc.init_exact(ints, obj_i, rank)
+        T.init_exact = int(sc.init_exact(ints, obj_i, rank))
         T.local_lo, T.local_hi, T.fixed_lo, T.fixed_hi = (wp.from_torch(t, dtype=wp.vec3) for t in tensors)
         keep += [T.local_lo, T.local_hi, T.fixed_lo, T.fixed_hi]
         T.room = wp.array(sc.room_table(local_lo, local_hi), dtype=RoomRow, device=device)

@@ -8,6 +8,8 @@ from isaaclab_arena.relations.kernels.freedom import can_move
 from isaaclab_arena.relations.kernels.geometry import BIG, parked
 from isaaclab_arena.relations.kernels.tables import (
     FLAG_STATIC_INTERVAL,
+    REDRAW_IN_RECORDED_INTERVAL,
+    REDRAW_NONE,
     OI_FLAGS,
     OI_PROJ0,
     OI_PROJ1,
@@ -104,11 +106,11 @@ def draw_pose(st: wp.uint32, lo: wp.vec3, hi: wp.vec3, slo: wp.vec3, shi: wp.vec
 @wp.func
 def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio: int, redraw: int,
             st: wp.uint32, scene_bounds: int) -> wp.uint32:
-    """Clamps object i's origin into ``object_interval`` (with ``redraw``, first draws it anew there with
-    ``draw_pose`` from random state ``st``) and records the interval used per axis (``S.ilo`` / ``S.ihi``);
-    returns the advanced random state. ``redraw`` 2 draws anew in the interval recorded by i's last projection
-    instead of computing it again: for a caller that knows nothing it depends on changed since (the initial
-    draws' next try of an object that the try does not turn: ``solve_init.py``). With ``scene_bounds`` (the
+    """Clamps object i's origin into ``object_interval`` (``redraw`` a ``Redraw``: with IN_INTERVAL, first draws
+    it anew there with ``draw_pose`` from random state ``st``) and records the interval used per axis (``S.ilo`` /
+    ``S.ihi``); returns the advanced random state. IN_RECORDED_INTERVAL draws anew in the interval recorded by i's
+    last projection instead of computing it again: for a caller that knows nothing it depends on changed since (the
+    initial draws' next try of an object that the try does not turn: ``solve_init.py``). With ``scene_bounds`` (the
     candidate's unrotated objects have their scene bounds: ``SolveSettings.scene_bounds``) an object flagged
     STATIC_INTERVAL takes its env's interval from ``T.static_iv`` (``static_intervals.py``). Kernels call it from
     one site each, so that it inlines. A parked pool member stays put."""
@@ -117,7 +119,7 @@ def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio:
         return st
     lo = wp.vec3(0.0)
     hi = wp.vec3(0.0)
-    if redraw == 2:
+    if redraw == REDRAW_IN_RECORDED_INTERVAL:
         lo = S.ilo[b, i]
         hi = S.ihi[b, i]
     elif scene_bounds != 0 and (T.obj_i[i][OI_FLAGS] & FLAG_STATIC_INTERVAL) != 0:
@@ -125,7 +127,7 @@ def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio:
         hi = T.static_iv[e, i, 2 * at_ratio + 1]
     else:
         lo, hi = object_interval(T, S, b, e, i, at_ratio)
-    if redraw != 0:
+    if redraw != REDRAW_NONE:
         slo, shi = obj_bounds(T, S, b, e, T.obj_i[i][OI_SUPPORT])
         p, st = draw_pose(st, lo, hi, slo, shi, S.olo[b, i], S.ohi[b, i])
     for a in range(3):

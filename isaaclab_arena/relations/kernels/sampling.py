@@ -184,9 +184,9 @@ def _kick(general: bool):
         first PENALTY relation the check rejects, else of the first MESH support term that fails), or the movable
         parent that carries it (a NextTo subject moves with its parent). Returns (that object, or -1 when nothing
         is to move or it is a ClutterOn release; the restart's random state; whether the caller still draws it):
-        the caller re-draws it as in initial sampling (``project`` with ``redraw``), then re-projects and repairs
-        everything. An OBB / MESH object (flag GENERAL_PAIRS) is drawn here instead: of KICK_TRIES draws over
-        its last projection interval, the one that penetrates the others (and leaves its support's mesh) least."""
+        the caller re-draws it as in initial sampling (``project`` with ``Redraw.IN_INTERVAL``), then re-projects
+        and repairs everything. An OBB / MESH object (flag GENERAL_PAIRS) is drawn here instead: of KICK_TRIES draws
+        over its last projection interval, the one that penetrates the others (and leaves its support's mesh) least."""
         best = float(0.0)
         kb = int(-1)
         for k in range(T.n_pairs):
@@ -217,7 +217,7 @@ def _kick(general: bool):
                     ex, grow, sc, sm, sr = support_term(T, S, b, e, s)
                     if ex > T.slack:
                         o = sc
-        redraw = int(1)
+        caller_draws = int(1)
         if o >= 0:
             for depth in range(4):  # climb to the root of a chain of movable parents
                 oi = T.obj_i[o]
@@ -250,8 +250,8 @@ def _kick(general: bool):
                     if best <= 0.0:
                         t = KICK_TRIES
                 S.x[b, o] = keep
-                redraw = 0
-        return o, st, redraw
+                caller_draws = 0
+        return o, st, caller_draws
 
     return kick
 

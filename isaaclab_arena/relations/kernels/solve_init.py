@@ -29,6 +29,8 @@ from isaaclab_arena.relations.kernels.tables import (
     FLAG_MOVABLE_PARENT,
     FLAG_PENALISED,
     FLAG_ROTATED,
+    INIT_EXACT_EVERY,
+    INIT_EXACT_NONE,
     OF_QX,
     OI_CLUTTER,
     OI_FLAGS,
@@ -37,6 +39,9 @@ from isaaclab_arena.relations.kernels.tables import (
     OI_RANK,
     OI_SUPPORT,
     OI_YAW,
+    REDRAW_IN_INTERVAL,
+    REDRAW_IN_RECORDED_INTERVAL,
+    REDRAW_NONE,
     YAW_FACE_TO,
     YAW_RANDOM,
     CandidateState,
@@ -99,7 +104,7 @@ def _init_kernel(general: bool):
                 if not parked(S.x[b, i]):  # a parked pool member starts (and stays) at its parking spot
                     slo, shi = obj_bounds(T, S, b, e, T.obj_i[i][OI_SUPPORT])
                     S.x[b, i] = 0.5 * (slo + shi)
-            clean = int(T.init_exact != 0)
+            clean = int(T.init_exact != INIT_EXACT_NONE)
             # broad phase (T.sweep): the placed objects, sorted by low X, grow by one as each is placed
             count = int(0)
             wmax = float(0.0)
@@ -117,7 +122,7 @@ def _init_kernel(general: bool):
                 turn = cl >= 0 and oi[OI_YAW] == YAW_RANDOM
                 # a try ends with i projected last (after any heading or parent shift of that try) and nothing moves
                 # after it, so unless this try turns i anew, the interval its last projection recorded is the one
-                # object_interval would compute: a try after the first draws in it (redraw 2)
+                # object_interval would compute: a try after the first draws in it (REDRAW_IN_RECORDED_INTERVAL)
                 same_interval = int(not turn)
                 best = S.x[b, i]
                 best_rot = S.rot[b, i]
@@ -138,9 +143,11 @@ def _init_kernel(general: bool):
                     step = int(0)
                     moved_placed = int(0)  # objects already in the broad phase's list turned or shifted
                     while step >= 0:
-                        redraw = int(0)
+                        redraw = int(REDRAW_NONE)
                         if step == 0:
-                            redraw = 1 + same_interval * int(t > 0)
+                            redraw = REDRAW_IN_INTERVAL
+                            if same_interval != 0 and t > 0:
+                                redraw = REDRAW_IN_RECORDED_INTERVAL
                         st = project(T, S, b, e, target, 1, redraw, st, 1)
                         nxt = int(-1)
                         if step == 0 and oi[OI_YAW] == YAW_FACE_TO:
@@ -162,8 +169,8 @@ def _init_kernel(general: bool):
                     if cl >= 0:
                         clutter_raise(T, S, b, e, i, rank_i, T.rel_f[cl][clutter_on.GAP])
                         miss = clutter_miss(T, S, b, e, cl)
-                    if moved_placed != 0:
-                        clean = clean * int(T.init_exact == 1)  # a repair moved a placed object after its check
+                    if moved_placed != 0:  # a repair moved a placed object after its check
+                        clean = clean * int(T.init_exact == INIT_EXACT_EVERY)
                     pen = float(0.0)
                     if T.sweep != 0:
                         if moved_placed != 0:

@@ -14,6 +14,8 @@ from isaaclab_arena.relations.kernels.tables import (
     FLAG_MOVABLE_PARENT,
     OI_FLAGS,
     OI_ORDER,
+    REDRAW_IN_INTERVAL,
+    REDRAW_NONE,
     CandidateState,
     SceneTables,
     SolveOutputs,
@@ -95,7 +97,9 @@ def _iterate_kernel(general: bool):
                         target = i
                         pstep = int(0)
                         while pstep >= 0:
-                            redraw = int(kicked != 0 and pstep == 0 and i == kicked_obj and kick_draw != 0)
+                            redraw = int(REDRAW_NONE)
+                            if kicked != 0 and pstep == 0 and i == kicked_obj and kick_draw != 0:
+                                redraw = REDRAW_IN_INTERVAL
                             st_kick = project(T, S, b, e, target, 0, redraw, st_kick, P.scene_bounds)
                             nxt = int(-1)
                             if pstep == 0 and repair:

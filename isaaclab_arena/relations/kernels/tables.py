@@ -66,6 +66,23 @@ class ObjectFlag(IntFlag):
     STATIC_INTERVAL = 16  # unrotated, every projected relation's parent fixed or none: its interval is a table's
 
 
+class InitExact(IntEnum):
+    """``SceneTables.init_exact``: which penalty-free initial candidates skip the optimisation loop
+    (``compile_problem.init_exact``, ``solve_init``)."""
+
+    NONE = 0  # none: FaceTo headings, or a PENALTY relation to a parent placed later
+    EVERY = 1  # every one: the initial draws checked each object against everything placed before it
+    UNLESS_REPAIRED = 2  # those in which no movable-parent repair moved a placed object (decided per candidate)
+
+
+class Redraw(IntEnum):
+    """``projection.project``'s ``redraw``: what happens before the clamp into the object's interval."""
+
+    NONE = 0  # clamp only
+    IN_INTERVAL = 1  # draw anew in the interval computed now
+    IN_RECORDED_INTERVAL = 2  # draw anew in the interval the object's last projection recorded
+
+
 class ObjectParam(IntEnum):
     """Columns of ``obj_f``: base rotation xyzw, RandomAroundSolution half ranges (m, then rad)."""
 
@@ -114,6 +131,11 @@ FLAG_PENALISED = wp.constant(int(ObjectFlag.PENALISED))
 FLAG_ROTATED = wp.constant(int(ObjectFlag.ROTATED))
 FLAG_GENERAL_PAIRS = wp.constant(int(ObjectFlag.GENERAL_PAIRS))
 FLAG_STATIC_INTERVAL = wp.constant(int(ObjectFlag.STATIC_INTERVAL))
+INIT_EXACT_NONE = wp.constant(int(InitExact.NONE))
+INIT_EXACT_EVERY = wp.constant(int(InitExact.EVERY))
+REDRAW_NONE = wp.constant(int(Redraw.NONE))
+REDRAW_IN_INTERVAL = wp.constant(int(Redraw.IN_INTERVAL))
+REDRAW_IN_RECORDED_INTERVAL = wp.constant(int(Redraw.IN_RECORDED_INTERVAL))
 
 
 class PairParam(IntEnum):
@@ -201,8 +223,7 @@ class SceneTables:
     n_all: int
     n_pairs: int
     n_box_pairs: int  # pairs [0, n_box_pairs) are axis-aligned boxes, the rest OBB / MESH (``pair_m``)
-    init_exact: int  # 1: an initial candidate free of penalties needs no solver iteration (see solve_init); 2: one
-    #   in which, besides, no movable-parent repair moved an object; 0: none (``compile_problem.init_exact``)
+    init_exact: int  # InitExact: which penalty-free initial candidates need no solver iteration
     kind_start: wp.array(dtype=int)  # len(KINDS) + 1 row offsets into rel_i / rel_f
     local_lo: wp.array2d(dtype=wp.vec3)  # (E, n_all) local bounds per env
     local_hi: wp.array2d(dtype=wp.vec3)
