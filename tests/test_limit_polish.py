@@ -184,7 +184,7 @@ def test_stopping_at_the_first_reached_start_changes_no_verdict(arm):
     shift = rng.normal(size=(60, 3))
     target_p[:60] += shift / np.linalg.norm(shift, axis=1, keepdims=True) * rng.uniform(0.02, 0.6, (60, 1))
     q_s, pe_s, re_s = _polish(chain, target_p, target_r, starts)
-    q_f, pe_f, re_f = _polish(chain, target_p, target_r, starts, stop_when_reached=False)
+    q_f, pe_f, re_f = _polish(chain, target_p, target_r, starts, stop_score=None)
     score_s = np.maximum(pe_s / THRESHOLDS[0], re_s / THRESHOLDS[1])
     score_f = np.maximum(pe_f / THRESHOLDS[0], re_f / THRESHOLDS[1])
     assert bool((score_f <= score_s + 1e-6).all())

@@ -13,14 +13,18 @@ How (no Python loop over candidates):
    bound of the position error of any configuration within the rotation threshold.
 2. Stage 1 solves every problem from one informed seed: the solution, found once at construction, for
    the nearest of a grid of top-down targets in the plane in front of the robot (by reach and height),
-   turned toward the object (the first vertical joint rotated by the object's azimuth).
+   turned toward the object (the first vertical joint rotated by the object's azimuth). Its early look is
+   :data:`EARLY_LOOK_ITERATIONS` damped least-squares iterations with the limits held (the polish kernel of
+   stage 3, one launch for every problem), which reaches most problems to within :data:`CONVERGED_SCORE` of
+   the thresholds; the others are solved by ``newton.ik``'s LM from the same seed with the full iterations.
 3. Stage 2 re-solves only the problems stage 1 left unreached, from ``n_seeds - 1`` fixed quasi-random
-   (Roberts sequence) configurations spread over the joint limits.
+   (Roberts sequence) configurations spread over the joint limits, by LM (in the same call as stage 1's LM
+   when both fit in :data:`MERGED_ROWS` rows).
 3b. Stage 3 polishes the near misses (best score between 1 and :data:`NEAR_MISS_SCORE`) with the joint
    limits held exactly and the rotation weight balanced toward the verdict's max()
    (:class:`~isaaclab_arena.reachability.limit_polish.LimitPolish`), from their best solution, their
-   best stage-2 ones (:data:`POLISH_STARTS`), the library solutions of the :data:`LIBRARY_STARTS` nearest
-   cells, and all of these through the other shoulder (j1 + pi, -j2, j3 + pi: the same tool poses on a
+   stage-1 LM solution, their best stage-2 ones (:data:`POLISH_STARTS`), the library solutions of the
+   :data:`LIBRARY_STARTS` nearest cells, and all of these through the other shoulder (j1 + pi, -j2, j3 + pi: the same tool poses on a
    roll-pitch-roll shoulder, found by FK at construction; it reaches behind the base past j1's limits).
    LM's soft limits and clamping, and its least-squares trade-off, miss grasps near the boundary that a
    configuration inside the limits reaches within both thresholds.
@@ -29,9 +33,9 @@ How (no Python loop over candidates):
 
 Seeds are deterministic (no random draw): the same inputs give the same verdicts. Solvers are cached
 per problem-count bucket (eight per octave, multiples of 64), so varying batch sizes reuse compiled kernels and
-buffers. Targets refused by the reach bounds never reach the solver, and a stage-1 problem reached after
-:data:`EARLY_LOOK_ITERATIONS` is not solved further (the others are solved again in full, so their results
-are those of one full solve).
+buffers. Targets refused by the reach bounds never reach the solver, and a problem the early look reaches
+never reaches LM: on the CPU an LM call costs about 0.6 ms per iteration whatever its size (some 15 kernel
+launches) plus about 3.5 us per problem and iteration, the polish kernel about 0.7 us per problem and iteration.
 """
 
 from __future__ import annotations
@@ -108,7 +112,8 @@ def _roberts_fractions(count: int, dims: int) -> np.ndarray:
 
 #: Stage 3 polishes problems whose best score is above 1 and below this (near misses of the boundary).
 NEAR_MISS_SCORE = 3.0
-#: Stage 3 starts from a problem's best solution and its ``POLISH_STARTS - 1`` best stage-2 solutions.
+#: Stage 3 starts from a problem's best solution, its stage-1 LM solution and its ``POLISH_STARTS - 1`` best stage-2
+#: solutions.
 POLISH_STARTS = 4
 #: ... and from the library solutions of the ``LIBRARY_STARTS`` nearest (reach, height) cells.
 LIBRARY_STARTS = 4
@@ -117,8 +122,14 @@ LIBRARY_STARTS = 4
 #: (reach-height cells (L, 2), joint solutions (L, C)). A second checker of the same arm builds in ~0.02 s, not ~0.6 s.
 _LIBRARIES: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 
-#: LM iterations of stage 1's first look: a problem reached by then is not solved further (most are).
+#: Damped least-squares iterations of stage 1's early look (the polish kernel): a problem reached by then to within
+#: :data:`CONVERGED_SCORE` is not solved further (most are). 0: the seed alone is judged, every other problem goes
+#: to LM.
 EARLY_LOOK_ITERATIONS = 10
+
+#: The early look stops a problem once its errors are within this fraction of the thresholds (1 mm and 0.01 rad at the
+#: defaults): a reached grasp's joints are a solution to drive the arm with, not one at the edge of the verdict.
+CONVERGED_SCORE = 0.1
 
 #: Stage 1's rest (the problems its early look left unreached) and their stage-2 rows go into one LM call when they
 #: are at most this many rows: below a few hundred rows a call's cost is mostly its fixed per-iteration kernel
@@ -280,16 +291,19 @@ class IKReachabilityChecker:
         # trades position against orientation error the way the verdict does
         weight = thresholds[0] / thresholds[1]
         seeds = self._informed_seeds(pos, azimuth)
-        look = min(EARLY_LOOK_ITERATIONS, self.iterations)
-        q, pos_err, rot_err = self._solve_and_measure(pos, rot, seeds, weight, look)
+        # stage 1's early look: a few damped least-squares iterations from the informed seed, with the limits held
+        # (the polish kernel: one launch); most problems are reached there and done
+        q, pos_err, rot_err = self._polish.polish(pos, rot, seeds[:, None], thresholds, EARLY_LOOK_ITERATIONS,
+                                                  stop_score=CONVERGED_SCORE)
         score = self._score(pos_err, rot_err, thresholds)
         s = self._spread.shape[0]
         rest = (score > 1).nonzero().squeeze(-1)
         merged = None  # (problems, stage-2 rows' q, position and rotation errors) when solved with stage 1's rest
-        if rest.numel() and self.iterations > look:
-            # the problems the early look left unreached are solved again from their seeds with the full iterations,
-            # so their results are exactly those of one full solve; a few of them also get their stage-2 rows in the
-            # same call (rows are independent, so results are those of separate calls), saving a call's fixed cost
+        lm = q.clone()  # stage 1's LM solution of the rest (else the early look's): a stage-3 start too
+        if rest.numel():
+            # the problems the early look left unreached are solved by LM from their seeds with the full iterations
+            # (the better of the two results kept); a few of them also get their stage-2 rows in the same call (rows
+            # are independent, so results are those of separate calls), saving a call's fixed cost
             r = rest.numel()
             rows = (pos[rest], rot[rest], seeds[rest])
             if s and r * (1 + s) <= MERGED_ROWS:
@@ -297,12 +311,16 @@ class IKReachabilityChecker:
                         torch.cat([rows[1], rows[1].repeat_interleave(s, 0)]),
                         torch.cat([rows[2], self._spread.repeat(r, 1)]))
             qa, pa, ra = self._solve_and_measure(*rows, weight, self.iterations)
-            q[rest], pos_err[rest], rot_err[rest] = qa[:r], pa[:r], ra[:r]
-            score[rest] = self._score(pa[:r], ra[:r], thresholds)
+            lm[rest] = qa[:r]
+            score_a = self._score(pa[:r], ra[:r], thresholds)
+            better = score_a < score[rest]
+            upd = rest[better]
+            q[upd], pos_err[upd], rot_err[upd] = qa[:r][better], pa[:r][better], ra[:r][better]
+            score[upd] = score_a[better]
             if qa.shape[0] > r:
                 merged = (rest, qa[r:], pa[r:], ra[r:])
             rest = (score > 1).nonzero().squeeze(-1)
-        starts = q[:, None].clone()  # (M, 1 + k, C) stage-3 starting configurations
+        starts = torch.stack([q, lm], 1)  # (M, 2 + k, C) stage-3 starting configurations
         if s and rest.numel():  # stage 2: the unreached problems from every spread seed
             if merged is not None:  # already solved: the rows of the problems still unreached (a subset, both sorted)
                 at = torch.searchsorted(merged[0], rest)
@@ -322,8 +340,8 @@ class IKReachabilityChecker:
             # the k best stage-2 solutions of each problem also start stage 3 (other branches of the arm)
             k = min(POLISH_STARTS - 1, s)
             top = score2.topk(k, dim=1, largest=False).indices  # (R, k)
-            starts = torch.cat([q[:, None], q[:, None].expand(-1, k, -1).clone()], 1)
-            starts[rest, 1:] = q2.reshape(-1, s, q.shape[1]).gather(1, top[..., None].expand(-1, -1, q.shape[1]))
+            starts = torch.cat([starts, q[:, None].expand(-1, k, -1).clone()], 1)
+            starts[rest, 2:] = q2.reshape(-1, s, q.shape[1]).gather(1, top[..., None].expand(-1, -1, q.shape[1]))
         # stage 3: near misses, polished with the joint limits held exactly from their best solutions and the
         # library's solutions of the nearest (reach, height) cells
         near = ((score > 1) & (score < NEAR_MISS_SCORE)).nonzero().squeeze(-1)
