@@ -24,8 +24,9 @@ How (no Python loop over candidates):
    limits held exactly and the rotation weight balanced toward the verdict's max()
    (:class:`~isaaclab_arena.reachability.limit_polish.LimitPolish`), from their best solution, their
    stage-1 LM solution, their best stage-2 ones (:data:`POLISH_STARTS`), the library solutions of the
-   :data:`LIBRARY_STARTS` nearest cells, and all of these through the other shoulder (j1 + pi, -j2, j3 + pi: the same tool poses on a
-   roll-pitch-roll shoulder, found by FK at construction; it reaches behind the base past j1's limits).
+   :data:`LIBRARY_STARTS` nearest cells, and all of these through the other shoulder (j1 + pi, -j2, j3 + pi:
+   the same tool poses on a roll-pitch-roll shoulder, found by FK at construction; it reaches behind the base
+   past j1's limits).
    LM's soft limits and clamping, and its least-squares trade-off, miss grasps near the boundary that a
    configuration inside the limits reaches within both thresholds.
 4. Every solution is clamped to the joint limits and measured by forward kinematics (:class:`ChainFK`);
@@ -139,6 +140,15 @@ MERGED_ROWS = 256
 
 #: Weight of the soft joint-limit objective (solutions are clamped to the limits afterwards anyway).
 LIMIT_WEIGHT = 10.0
+
+
+def _keep_better(best: tuple[torch.Tensor, ...], rows: torch.Tensor, new: tuple[torch.Tensor, ...]) -> None:
+    """Where ``new``'s score (its last tensor, one entry per index of ``rows``) is below ``best``'s at ``rows``,
+    writes every tensor of ``new`` into ``best`` (q, position error, rotation error, score) in place."""
+    better = new[-1] < best[-1][rows]
+    upd = rows[better]
+    for b, n in zip(best, new):
+        b[upd] = n[better]
 
 
 class _Solver:
@@ -286,7 +296,7 @@ class IKReachabilityChecker:
 
     def _solve_problems(self, pos: torch.Tensor, rot: torch.Tensor, azimuth: torch.Tensor,
                         thresholds: tuple[float, float]):
-        """Stages 1 and 2 for (M,) base-frame targets -> best clamped q (M, C), errors (M,), scores (M,)."""
+        """Stages 1 to 3 for (M,) base-frame targets -> best clamped q (M, C), errors (M,), scores (M,)."""
         # rotation residuals weigh pos_thr / rot_thr against position ones (metres): the LM objective then
         # trades position against orientation error the way the verdict does
         weight = thresholds[0] / thresholds[1]
@@ -313,10 +323,7 @@ class IKReachabilityChecker:
             qa, pa, ra = self._solve_and_measure(*rows, weight, self.iterations)
             lm[rest] = qa[:r]
             score_a = self._score(pa[:r], ra[:r], thresholds)
-            better = score_a < score[rest]
-            upd = rest[better]
-            q[upd], pos_err[upd], rot_err[upd] = qa[:r][better], pa[:r][better], ra[:r][better]
-            score[upd] = score_a[better]
+            _keep_better((q, pos_err, rot_err, score), rest, (qa[:r], pa[:r], ra[:r], score_a))
             if qa.shape[0] > r:
                 merged = (rest, qa[r:], pa[r:], ra[r:])
             rest = (score > 1).nonzero().squeeze(-1)
@@ -333,10 +340,7 @@ class IKReachabilityChecker:
             score2 = self._score(p2, r2, thresholds).reshape(-1, s)
             best2, arg = score2.min(dim=1)
             pick = torch.arange(rest.numel(), device=pos.device) * s + arg
-            better = best2 < score[rest]
-            upd, pick = rest[better], pick[better]
-            q[upd], pos_err[upd], rot_err[upd] = q2[pick], p2[pick], r2[pick]
-            score[upd] = best2[better]
+            _keep_better((q, pos_err, rot_err, score), rest, (q2[pick], p2[pick], r2[pick], best2))
             # the k best stage-2 solutions of each problem also start stage 3 (other branches of the arm)
             k = min(POLISH_STARTS - 1, s)
             top = score2.topk(k, dim=1, largest=False).indices  # (R, k)
@@ -350,10 +354,7 @@ class IKReachabilityChecker:
             if self._flip is not None:  # the same poses through the other shoulder: j1 + pi, -j2, j3 + pi
                 starts = torch.cat([starts, self._flipped(starts)], 1)
             q3, p3, r3 = self._polish.polish(pos[near], rot[near], starts, thresholds)
-            score3 = self._score(p3, r3, thresholds)
-            better = score3 < score[near]
-            upd = near[better]
-            q[upd], pos_err[upd], rot_err[upd], score[upd] = q3[better], p3[better], r3[better], score3[better]
+            _keep_better((q, pos_err, rot_err, score), near, (q3, p3, r3, self._score(p3, r3, thresholds)))
         return q, pos_err, rot_err, score
 
     def _build_seed_library(self) -> None:
