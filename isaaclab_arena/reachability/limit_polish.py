@@ -90,8 +90,8 @@ def _damped_step(axes: wp.array2d(dtype=wp.vec3), origins: wp.array2d(dtype=wp.v
         a[i, i] = DAMPING
     for c in range(n):
         if held[row, c] == 0:
-            a = a + wp.outer(_column(axes, origins, sliding, row, c, tool, w),
-                             _column(axes, origins, sliding, row, c, tool, w))
+            col = _column(axes, origins, sliding, row, c, tool, w)
+            a = a + wp.outer(col, col)
     # Cholesky a = L L^T (a is symmetric positive definite: the damping), then L L^T y = err
     low = wp.spatial_matrix()
     for i in range(6):
