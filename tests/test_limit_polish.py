@@ -199,3 +199,14 @@ def test_no_problems():
     chain = _arm_chain("franka_panda")
     q, pe, re = _polish(chain, np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 2, 7)))
     assert q.shape == (0, 7) and pe.shape == (0,) and re.shape == (0,)
+
+
+@pytest.mark.parametrize("starts_shape", [(3, 0, 7), (3, 2, 6), (2, 2, 7)],
+                         ids=["no start", "six joints for seven", "two problems for three targets"])
+def test_mismatched_shapes_are_refused_with_what_was_expected(starts_shape):
+    chain = _arm_chain("franka_panda")
+    lower = torch.tensor(chain.lower, dtype=torch.float32)
+    upper = torch.tensor(chain.upper, dtype=torch.float32)
+    polish = LimitPolish(chain, lower, upper, "cpu")
+    with pytest.raises(ValueError, match=r"expected pos \(P, 3\).*starts \(P, S >= 1, 7\)"):
+        polish.polish(torch.zeros(3, 3), torch.eye(3).expand(3, 3, 3), torch.zeros(starts_shape), THRESHOLDS)

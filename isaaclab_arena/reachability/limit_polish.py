@@ -230,8 +230,15 @@ class LimitPolish:
 
         Returns:
             ``(q, position_error_m, rotation_error_rad)`` of the best score per problem, (P, C), (P,), (P,).
+
+        Raises:
+            ValueError: shapes that do not match (P problems, at least one start each, the chain's joints).
         """
         p, s, c = starts.shape
+        if c != self.n_joints or (p and s < 1) or tuple(pos.shape) != (p, 3) or tuple(rot.shape) != (p, 3, 3):
+            raise ValueError(f"LimitPolish.polish: expected pos (P, 3), rot (P, 3, 3) and starts (P, S >= 1, "
+                             f"{self.n_joints}) for the chain's {self.n_joints} joints; got pos {tuple(pos.shape)}, "
+                             f"rot {tuple(rot.shape)}, starts {tuple(starts.shape)}")
         tdev = starts.device
         q = torch.empty(p, c, dtype=torch.float32, device=tdev)
         pos_err = torch.empty(p, dtype=torch.float32, device=tdev)
