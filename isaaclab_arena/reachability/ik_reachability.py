@@ -307,6 +307,11 @@ class IKReachabilityChecker:
                                                   stop_score=CONVERGED_SCORE)
         score = self._score(pos_err, rot_err, thresholds)
         s = self._spread.shape[0]
+
+        def spread_rows(problems):  # stage 2's LM rows: each problem from every spread seed
+            return (pos[problems].repeat_interleave(s, 0), rot[problems].repeat_interleave(s, 0),
+                    self._spread.repeat(problems.numel(), 1))
+
         rest = (score > 1).nonzero().squeeze(-1)
         merged = None  # (problems, stage-2 rows' q, position and rotation errors) when solved with stage 1's rest
         lm = q.clone()  # stage 1's LM solution of the rest (else the early look's): a stage-3 start too
@@ -317,9 +322,7 @@ class IKReachabilityChecker:
             r = rest.numel()
             rows = (pos[rest], rot[rest], seeds[rest])
             if s and r * (1 + s) <= MERGED_ROWS:
-                rows = (torch.cat([rows[0], rows[0].repeat_interleave(s, 0)]),
-                        torch.cat([rows[1], rows[1].repeat_interleave(s, 0)]),
-                        torch.cat([rows[2], self._spread.repeat(r, 1)]))
+                rows = tuple(torch.cat(pair) for pair in zip(rows, spread_rows(rest)))
             qa, pa, ra = self._solve_and_measure(*rows, weight, self.iterations)
             lm[rest] = qa[:r]
             score_a = self._score(pa[:r], ra[:r], thresholds)
@@ -334,9 +337,7 @@ class IKReachabilityChecker:
                 sel = (at[:, None] * s + torch.arange(s, device=pos.device)).reshape(-1)
                 q2, p2, r2 = merged[1][sel], merged[2][sel], merged[3][sel]
             else:
-                q2, p2, r2 = self._solve_and_measure(pos[rest].repeat_interleave(s, 0),
-                                                     rot[rest].repeat_interleave(s, 0),
-                                                     self._spread.repeat(rest.numel(), 1), weight, self.iterations)
+                q2, p2, r2 = self._solve_and_measure(*spread_rows(rest), weight, self.iterations)
             score2 = self._score(p2, r2, thresholds).reshape(-1, s)
             best2, arg = score2.min(dim=1)
             pick = torch.arange(rest.numel(), device=pos.device) * s + arg

@@ -251,16 +251,12 @@ class LimitPolish:
         # on CUDA, warp works on torch's current stream, so torch's writes and reads are ordered around it
         stream = wp.ScopedStream(wp.stream_from_torch()) if starts.is_cuda else contextlib.nullcontext()
         with stream:
-            scratch = dict(x=wp.empty((p, c), dtype=float, device=self.device),
-                           dq=wp.empty((p, c), dtype=float, device=self.device),
-                           held=wp.empty((p, c), dtype=int, device=self.device),
-                           axes=wp.empty((p, c), dtype=wp.vec3, device=self.device),
-                           origins=wp.empty((p, c), dtype=wp.vec3, device=self.device))
+            # per problem and joint: the iterate x, its step dq, the held flags, the joints' axes and origins
+            scratch = [wp.empty((p, c), dtype=t, device=self.device) for t in (float, float, int, wp.vec3, wp.vec3)]
             wp.launch(_polish_kernel, dim=p, device=self.device,
                       inputs=[self._fixed_rot, self._fixed_pos, self._axis, self._sliding, self._lower, self._upper,
                               wp.from_torch(pos, dtype=wp.vec3), wp.from_torch(rot, dtype=wp.mat33),
                               wp.from_torch(starts), s, int(iterations), float(thresholds[0]), float(thresholds[1]),
-                              -1.0 if stop_score is None else float(stop_score), scratch["x"], scratch["dq"],
-                              scratch["held"], scratch["axes"], scratch["origins"], wp.from_torch(q),
+                              -1.0 if stop_score is None else float(stop_score), *scratch, wp.from_torch(q),
                               wp.from_torch(pos_err), wp.from_torch(rot_err)])
         return q, pos_err, rot_err

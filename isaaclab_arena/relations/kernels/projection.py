@@ -8,12 +8,12 @@ from isaaclab_arena.relations.kernels.freedom import can_move
 from isaaclab_arena.relations.kernels.geometry import BIG, parked
 from isaaclab_arena.relations.kernels.tables import (
     FLAG_STATIC_INTERVAL,
-    REDRAW_IN_RECORDED_INTERVAL,
-    REDRAW_NONE,
     OI_FLAGS,
     OI_PROJ0,
     OI_PROJ1,
     OI_SUPPORT,
+    REDRAW_IN_RECORDED_INTERVAL,
+    REDRAW_NONE,
     RI_AXIS,
     RI_CHILD,
     RI_FLAG,
