@@ -208,3 +208,42 @@ def test_early_exits_never_refuse_what_the_full_solve_reaches(checker, monkeypat
     assert float(np.linalg.norm(pos - target_p, axis=1).max()) <= 0.01 + 1e-5
     cos = (np.einsum("nij,nij->n", rot, target_r) - 1) / 2
     assert float(np.arccos(np.clip(cos, -1, 1)).max()) <= 0.1 + 1e-4
+
+
+def test_the_newton_model_is_built_by_the_first_lm_solve_only(checker, monkeypatch):
+    """A checker builds newton's model of its chain when an LM solve first needs it, once: a check the early look
+    settles builds none (and hands LM nothing), a check whose problems all go to LM builds one, a later one reuses
+    it, and the verdicts and joints are those of another checker of the arm."""
+    import newton
+
+    import isaaclab_arena.reachability.ik_reachability as ik
+    from isaaclab_arena.reachability import IKReachabilityChecker
+
+    builds = []
+
+    class CountingBuilder(newton.ModelBuilder):
+        def __init__(self, *args, **kwargs):
+            builds.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(newton, "ModelBuilder", CountingBuilder)
+    # the module fixture's checker has put the chain's seed library in this process: a new checker reuses it
+    fresh = IKReachabilityChecker(checker.robot, device="cpu")
+    assert builds == []
+    g = torch.Generator().manual_seed(5)
+    n = 32
+    base = torch.zeros(n, 7)
+    base[:, 0], base[:, 2], base[:, 6] = -0.6, 0.75, 1.0
+    objects = torch.stack([(torch.rand(n, generator=g) * 2 - 1) * 0.15, (torch.rand(n, generator=g) * 2 - 1) * 0.15,
+                           torch.full((n,), 0.80)], -1)[:, None]  # in front of the arm, well inside its reach
+    seen, easy = _check_counting_solver_problems(fresh, base, objects)
+    assert bool(easy.reachable.all()) and sum(seen) == 0 and builds == []
+
+    monkeypatch.setattr(ik, "EARLY_LOOK_ITERATIONS", 0)  # every problem goes to LM
+    seen, solved = _check_counting_solver_problems(fresh, base, objects)
+    assert sum(seen) >= n and builds == [1]
+    seen, again = _check_counting_solver_problems(fresh, base, objects)
+    assert sum(seen) >= n and builds == [1]
+    reference = checker.check(base, objects, grasp_z_offset_m=0.0)  # another checker, its own model
+    assert torch.equal(solved.reachable, reference.reachable) and torch.equal(solved.joint_pos, reference.joint_pos)
+    assert torch.equal(again.joint_pos, solved.joint_pos)

@@ -34,8 +34,9 @@ How (no Python loop over candidates):
 
 Seeds are deterministic (no random draw): the same inputs give the same verdicts. Solvers are cached
 per problem-count bucket (eight per octave, multiples of 64), so varying batch sizes reuse compiled kernels and
-buffers. Targets refused by the reach bounds never reach the solver, and a problem the early look reaches
-never reaches LM: on the CPU an LM call costs about 0.6 ms per iteration whatever its size (some 15 kernel
+buffers; newton's model of the chain is built by the first LM solve (:attr:`IKReachabilityChecker.model`).
+Targets refused by the reach bounds never reach the solver, and a problem the early look reaches never reaches
+LM: on the CPU an LM call costs about 0.6 ms per iteration whatever its size (some 15 kernel
 launches) plus about 3.5 us per problem and iteration, the polish kernel about 0.7 us per problem and iteration.
 """
 
@@ -44,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -185,23 +187,15 @@ class IKReachabilityChecker:
     def __init__(self, robot: ReachabilityRobot, device: str = "cpu", n_seeds: int = 8, iterations: int = 30):
         if n_seeds < 1 or iterations < 1:
             raise ValueError(f"IKReachabilityChecker: n_seeds and iterations must be >= 1, got {n_seeds}, {iterations}")
-        import newton
         import warp as wp
 
         self.robot, self.device = robot, str(device)
         self.n_seeds, self.iterations = int(n_seeds), int(iterations)
         self.chain: UrdfChain = load_urdf_chain(robot.urdf_path, robot.base_link, robot.tcp_link)
         wp.init()
-        builder = newton.ModelBuilder()
-        builder.add_urdf(self.chain.urdf_xml, floating=False, enable_self_collisions=False)
-        self.model = builder.finalize(device=self.device)
-        labels = list(self.model.body_label)
-        self._tcp_body = next(i for i, label in enumerate(labels) if label.split("/")[-1] == robot.tcp_link)
-        model_joints = [label.split("/")[-1] for label in self.model.joint_label]
-        movable = [n for n in model_joints if n in self.chain.joint_names]
-        if movable != self.chain.joint_names or self.model.joint_coord_count != len(movable):
-            raise RuntimeError(f"newton model of {robot.urdf_path} has joints {model_joints}; expected the chain "
-                               f"{self.chain.joint_names} in order")
+        self._model = None  # newton's model of the chain: built by the first LM solve (:attr:`model`)
+        self._tcp_body = -1
+        self._model_lock = threading.Lock()
         self.joint_names = list(self.chain.joint_names)
         unknown = sorted(set(robot.home_joint_pos) - set(self.joint_names))
         if unknown:
@@ -287,6 +281,31 @@ class IKReachabilityChecker:
     def forward_kinematics(self, joint_pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """TCP position (N, 3) metres and rotation (N, 3, 3) in the base frame for (N, n_joints) joint positions."""
         return self._fk.forward(torch.as_tensor(joint_pos, dtype=torch.float32, device=torch.device(self.device)))
+
+    @property
+    def model(self):
+        """newton's model of the chain, which ``newton.ik``'s LM solves on. Built on first use: a check whose
+        problems the early look settles, or that the reach bounds refuse, never needs it, and the first
+        ``newton.ModelBuilder`` of a process costs newton's import of its solvers (about 0.4 s on the 2-core CPU).
+        RuntimeError when newton's reading of the URDF gives other movable joints than the chain's, in another
+        order."""
+        with self._model_lock:
+            if self._model is None:
+                import newton
+
+                builder = newton.ModelBuilder()
+                builder.add_urdf(self.chain.urdf_xml, floating=False, enable_self_collisions=False)
+                model = builder.finalize(device=self.device)
+                model_joints = [label.split("/")[-1] for label in model.joint_label]
+                movable = [n for n in model_joints if n in self.chain.joint_names]
+                if movable != self.chain.joint_names or model.joint_coord_count != len(movable):
+                    raise RuntimeError(f"newton model of {self.robot.urdf_path} has joints {model_joints}; expected "
+                                       f"the chain {self.chain.joint_names} in order")
+                labels = list(model.body_label)
+                self._tcp_body = next(i for i, label in enumerate(labels)
+                                      if label.split("/")[-1] == self.robot.tcp_link)
+                self._model = model
+            return self._model
 
     # ---- internals -----------------------------------------------------------------------------------------
     @staticmethod
@@ -441,7 +460,8 @@ class IKReachabilityChecker:
         step = max(64, (1 << (count - 1).bit_length()) // 8)
         bucket = -(-count // step) * step
         if bucket not in self._solvers:
-            self._solvers[bucket] = _Solver(self.model, self._tcp_body, bucket, self.device)
+            model = self.model
+            self._solvers[bucket] = _Solver(model, self._tcp_body, bucket, self.device)
         return self._solvers[bucket]
 
     def _solve_and_measure(self, pos: torch.Tensor, rot: torch.Tensor, seeds: torch.Tensor, rotation_weight: float,
