@@ -79,7 +79,9 @@ def _evaluate_candidate(general: bool):
             if d > worst:
                 worst = d
                 wk = k
-            dc = overlap_depth(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][PF_CLEARANCE])
+            # the clearance-grown depth: the same as overlap_depth with the clearance (rounding is monotone, so
+            # the least axis plus the clearance is the least of the axes plus it, bit for bit)
+            dc = d + T.pair_f[k][PF_CLEARANCE]
             if dc > 0.0:
                 loss += T.pair_w * dc
             if ij[1] < T.n_mov and dc > worst_c:  # clearance: pairs of two relation-placed objects

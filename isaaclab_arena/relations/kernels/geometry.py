@@ -138,10 +138,14 @@ def candidate_rng(seed: int, env_id: int, draw_id: int) -> wp.uint32:
 def rotated_offsets(q: wp.quat, llo: wp.vec3, lhi: wp.vec3):
     """World-aligned bounds of a local box [llo, lhi] rotated by q, relative to the object origin.
 
-    Returns (lo, hi) such that the object's world AABB is [p + lo, p + hi] for origin p.
+    Returns (lo, hi) such that the object's world AABB is [p + lo, p + hi] for origin p. The identity rotation
+    (most objects: the check pass refits every object) skips the matrix: the same values as the products with
+    it, which are exact (for a zero-width box at -0.0, the sign of that zero aside).
     """
     c = 0.5 * (llo + lhi)
     h = 0.5 * (lhi - llo)
+    if q[0] == 0.0 and q[1] == 0.0 and q[2] == 0.0 and q[3] == 1.0:
+        return c - h, c + h
     r = wp.quat_to_matrix(q)
     cr = r * c
     hx = wp.abs(r[0, 0]) * h[0] + wp.abs(r[0, 1]) * h[1] + wp.abs(r[0, 2]) * h[2]
