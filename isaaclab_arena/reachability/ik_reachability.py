@@ -46,6 +46,7 @@ import contextlib
 import hashlib
 import math
 import threading
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -295,7 +296,11 @@ class IKReachabilityChecker:
 
                 builder = newton.ModelBuilder()
                 builder.add_urdf(self.chain.urdf_xml, floating=False, enable_self_collisions=False)
-                model = builder.finalize(device=self.device)
+                with warnings.catch_warnings():
+                    # newton fixes up the URDF links' inertias for simulation: kinematics never reads them, and the
+                    # warning would come in the middle of whichever fill first needs LM
+                    warnings.filterwarnings("ignore", message="Inertia validation corrected")
+                    model = builder.finalize(device=self.device)
                 model_joints = [label.split("/")[-1] for label in model.joint_label]
                 movable = [n for n in model_joints if n in self.chain.joint_names]
                 if movable != self.chain.joint_names or model.joint_coord_count != len(movable):
