@@ -465,7 +465,7 @@ class IKReachabilityChecker:
         step = max(64, (1 << (count - 1).bit_length()) // 8)
         bucket = -(-count // step) * step
         if bucket not in self._solvers:
-            model = self.model
+            model = self.model  # first: building the model finds the TCP body's index
             self._solvers[bucket] = _Solver(model, self._tcp_body, bucket, self.device)
         return self._solvers[bucket]
 
