@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -302,10 +301,7 @@ def evaluate(builder, settings: EvaluationSettings, log=_log, dist=None) -> dict
     if done:
         log(f"[eval] rank {dist.rank}: resuming, {len(done)} of its {len(episodes)} episodes already in {shard.path}")
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        if not settings.verbose:  # the IK model's inertia fix-ups (newton) say nothing a user can act on
-            warnings.filterwarnings("ignore", message="Inertia validation corrected")
-        table = episode_table(builder, settings, episodes)
+    table = episode_table(builder, settings, episodes)
     table.placement_seed_drawn = table.placement_seed_drawn or seed_drawn
     if table.placement_seed is not None:
         how = f" (drawn; rerun the same layouts with --placement_seed {table.placement_seed})" \

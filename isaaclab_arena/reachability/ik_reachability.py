@@ -34,7 +34,7 @@ How (no Python loop over candidates):
 
 Seeds are deterministic (no random draw): the same inputs give the same verdicts. Solvers are cached
 per problem-count bucket (eight per octave, multiples of 64), so varying batch sizes reuse compiled kernels and
-buffers; newton's model of the chain is built by the first LM solve (:attr:`IKReachabilityChecker.model`).
+buffers; newton's model of the chain is built by the first LM solve (:meth:`IKReachabilityChecker._lm_model`).
 Targets refused by the reach bounds never reach the solver, and a problem the early look reaches never reaches
 LM: on the CPU an LM call costs about 0.6 ms per iteration whatever its size (some 15 kernel
 launches) plus about 3.5 us per problem and iteration, the polish kernel about 0.7 us per problem and iteration.
@@ -194,8 +194,7 @@ class IKReachabilityChecker:
         self.n_seeds, self.iterations = int(n_seeds), int(iterations)
         self.chain: UrdfChain = load_urdf_chain(robot.urdf_path, robot.base_link, robot.tcp_link)
         wp.init()
-        self._model = None  # newton's model of the chain: built by the first LM solve (:attr:`model`)
-        self._tcp_body = -1
+        self._model = None  # (newton's model of the chain, its TCP body's index): built by the first LM solve
         self._model_lock = threading.Lock()
         self.joint_names = list(self.chain.joint_names)
         unknown = sorted(set(robot.home_joint_pos) - set(self.joint_names))
@@ -285,32 +284,8 @@ class IKReachabilityChecker:
 
     @property
     def model(self):
-        """newton's model of the chain, which ``newton.ik``'s LM solves on. Built on first use: a check whose
-        problems the early look settles, or that the reach bounds refuse, never needs it, and the first
-        ``newton.ModelBuilder`` of a process costs newton's import of its solvers (about 0.4 s on the 2-core CPU).
-        RuntimeError when newton's reading of the URDF gives other movable joints than the chain's, in another
-        order."""
-        with self._model_lock:
-            if self._model is None:
-                import newton
-
-                builder = newton.ModelBuilder()
-                builder.add_urdf(self.chain.urdf_xml, floating=False, enable_self_collisions=False)
-                with warnings.catch_warnings():
-                    # newton fixes up the URDF links' inertias for simulation: kinematics never reads them, and the
-                    # warning would come in the middle of whichever fill first needs LM
-                    warnings.filterwarnings("ignore", message="Inertia validation corrected")
-                    model = builder.finalize(device=self.device)
-                model_joints = [label.split("/")[-1] for label in model.joint_label]
-                movable = [n for n in model_joints if n in self.chain.joint_names]
-                if movable != self.chain.joint_names or model.joint_coord_count != len(movable):
-                    raise RuntimeError(f"newton model of {self.robot.urdf_path} has joints {model_joints}; expected "
-                                       f"the chain {self.chain.joint_names} in order")
-                labels = list(model.body_label)
-                self._tcp_body = next(i for i, label in enumerate(labels)
-                                      if label.split("/")[-1] == self.robot.tcp_link)
-                self._model = model
-            return self._model
+        """newton's model of the chain, which ``newton.ik``'s LM solves on (built on first use: :meth:`_lm_model`)."""
+        return self._lm_model()[0]
 
     # ---- internals -----------------------------------------------------------------------------------------
     @staticmethod
@@ -460,13 +435,37 @@ class IKReachabilityChecker:
             seeds[..., j] = torch.clamp(turned, self._lower[j], self._upper[j])
         return seeds[:, 0] if count == 1 else seeds
 
+    def _lm_model(self):
+        """(newton's model of the chain, index of its TCP body), built once on first use: a check whose problems the
+        early look settles, or that the reach bounds refuse, never needs it, and the first ``newton.ModelBuilder`` of
+        a process costs newton's import of its solvers (about 0.4 s on the 2-core CPU). RuntimeError when newton's
+        reading of the URDF gives other movable joints than the chain's, in another order."""
+        with self._model_lock:
+            if self._model is None:
+                import newton
+
+                builder = newton.ModelBuilder()
+                builder.add_urdf(self.chain.urdf_xml, floating=False, enable_self_collisions=False)
+                with warnings.catch_warnings():
+                    # newton fixes up the URDF links' inertias for simulation: kinematics never reads them, and the
+                    # warning would come in the middle of whichever fill first needs LM
+                    warnings.filterwarnings("ignore", message="Inertia validation corrected")
+                    model = builder.finalize(device=self.device)
+                model_joints = [label.split("/")[-1] for label in model.joint_label]
+                movable = [n for n in model_joints if n in self.chain.joint_names]
+                if movable != self.chain.joint_names or model.joint_coord_count != len(movable):
+                    raise RuntimeError(f"newton model of {self.robot.urdf_path} has joints {model_joints}; expected "
+                                       f"the chain {self.chain.joint_names} in order")
+                tcp = next(i for i, label in enumerate(model.body_label) if label.split("/")[-1] == self.robot.tcp_link)
+                self._model = (model, tcp)
+            return self._model
+
     def _solver_for(self, count: int) -> _Solver:
         # eight buckets per octave (at most an eighth of a solve is padding), each solver built once and reused
         step = max(64, (1 << (count - 1).bit_length()) // 8)
         bucket = -(-count // step) * step
         if bucket not in self._solvers:
-            model = self.model  # first: building the model finds the TCP body's index
-            self._solvers[bucket] = _Solver(model, self._tcp_body, bucket, self.device)
+            self._solvers[bucket] = _Solver(*self._lm_model(), bucket, self.device)
         return self._solvers[bucket]
 
     def _solve_and_measure(self, pos: torch.Tensor, rot: torch.Tensor, seeds: torch.Tensor, rotation_weight: float,
