@@ -31,6 +31,7 @@ from isaaclab_arena.relations.kernels.tables import (
     RelationRow,
     SceneTables,
     YawMode,
+    plain_scene,
     vec6i,
     vec10f,
     vec12i,
@@ -435,6 +436,7 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
         T.sweep_pad = float(pair_f[:T.n_box_pairs, PairParam.CLEARANCE].max(initial=0.0))
         keep.append(T.pair_of)
         T.static_iv = static_intervals(T, obj_i, num_envs, device)
+        T.plain = int(plain_scene(T, obj_i))
         keep.append(T.static_iv)
         checkpoints = _device_array(list(sp.get_checkpoints()), int, None, device, keep)
     clearance = {"clearance"} if bool((pair_f[:, PairParam.CLEARANCE] > 0).any()) else set()  # judged on pairs with a clearance

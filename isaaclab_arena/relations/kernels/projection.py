@@ -27,6 +27,13 @@ from isaaclab_arena.relations.kinds.dispatch import relation_interval, relation_
 from isaaclab_arena.relations.kinds.kind import RoomRow
 
 
+#: ``project``'s ``scene_bounds``: 0 none (intervals computed), FLAGGED the candidate's unrotated objects have their
+#: scene bounds (an object flagged STATIC_INTERVAL reads its interval from ``T.static_iv``), ALL_STATIC every object
+#: is flagged (a plain scene's init kernel: no call site of ``object_interval`` is compiled there).
+SCENE_BOUNDS_FLAGGED = wp.constant(1)
+SCENE_BOUNDS_ALL_STATIC = wp.constant(2)
+
+
 @wp.func
 def object_interval(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio: int):
     """The per-axis range (lo, hi) of object i's origin that its INTERVAL relations allow: their
@@ -110,10 +117,11 @@ def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio:
     it anew there with ``draw_pose`` from random state ``st``) and records the interval used per axis (``S.ilo`` /
     ``S.ihi``); returns the advanced random state. IN_RECORDED_INTERVAL draws anew in the interval recorded by i's
     last projection instead of computing it again: for a caller that knows nothing it depends on changed since (the
-    initial draws' next try of an object that the try does not turn: ``solve_init.py``). With ``scene_bounds`` (the
-    candidate's unrotated objects have their scene bounds: ``SolveSettings.scene_bounds``) an object flagged
-    STATIC_INTERVAL takes its env's interval from ``T.static_iv`` (``static_intervals.py``). Kernels call it from
-    one site each, so that it inlines. A parked pool member stays put."""
+    initial draws' next try of an object that the try does not turn: ``solve_init.py``). With ``scene_bounds``
+    FLAGGED (the candidate's unrotated objects have their scene bounds: ``SolveSettings.scene_bounds``) an object
+    flagged STATIC_INTERVAL takes its env's interval from ``T.static_iv`` (``static_intervals.py``); with ALL_STATIC
+    (a caller that knows every object is flagged) every object does. Kernels call it from one site each, so that it
+    inlines. A parked pool member stays put."""
     p = S.x[b, i]
     if parked(p):
         return st
@@ -122,7 +130,8 @@ def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio:
     if redraw == REDRAW_IN_RECORDED_INTERVAL:
         lo = S.ilo[b, i]
         hi = S.ihi[b, i]
-    elif scene_bounds != 0 and (T.obj_i[i][OI_FLAGS] & FLAG_STATIC_INTERVAL) != 0:
+    elif scene_bounds == SCENE_BOUNDS_ALL_STATIC or (
+            scene_bounds != 0 and (T.obj_i[i][OI_FLAGS] & FLAG_STATIC_INTERVAL) != 0):
         lo = T.static_iv[e, i, 2 * at_ratio]
         hi = T.static_iv[e, i, 2 * at_ratio + 1]
     else:

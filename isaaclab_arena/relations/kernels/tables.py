@@ -249,6 +249,7 @@ class SceneTables:
     sweep_pad: float  # the largest clearance of a box pair (m): the sweep's reach beyond a box
     static_iv: wp.array3d(dtype=wp.vec3)  # (E, n_mov, 4) objects flagged STATIC_INTERVAL: their projection interval
     #   (lo, hi) with at_ratio 0, then 1 (``kernels/static_intervals.py``); (1, 1, 4) when no object is flagged
+    plain: int  # 1: a plain scene (``plain_scene``): its fresh solves start with the plain init kernel
 
 
 @wp.struct
@@ -323,6 +324,17 @@ def is_box_scene(tables: SceneTables) -> bool:
     """Whether every pair of the scene is axis-aligned boxes and it has no MESH support terms (its kernels are
     the box variants; the others also evaluate OBB / MESH pairs and support terms)."""
     return tables.n_box_pairs == tables.n_pairs and tables.n_support == 0
+
+
+def plain_scene(tables: SceneTables, obj_i) -> bool:
+    """Whether the scene of ``tables`` (its pair counts set) is plain: box pairs only (``is_box_scene``) and every
+    movable object, by its host ObjectColumn row in ``obj_i``, flagged STATIC_INTERVAL (unrotated, every projected relation's parent fixed or none), neither
+    PENALISED nor the subject of a ClutterOn release. Its initial draws then need no heading, no parent shift, no
+    release raise and no penalty term: ``solve_init.py``'s plain kernel leaves them out."""
+    return is_box_scene(tables) and all(
+        (int(row[ObjectColumn.FLAGS]) & ObjectFlag.STATIC_INTERVAL) != 0
+        and (int(row[ObjectColumn.FLAGS]) & ObjectFlag.PENALISED) == 0
+        and int(row[ObjectColumn.CLUTTER]) < 0 for row in obj_i)
 
 
 def sweep_scratch(st: CandidateState, tables: SceneTables, b: int, device: str) -> CandidateState:
