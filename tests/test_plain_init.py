@@ -1,9 +1,10 @@
-"""The plain scenes' init kernel (``kernels/solve_init.py``, ``tables.plain_scene``; issue 21): scenes of boxes whose
-every object is drawn in its static interval, with nothing to turn, shift, raise or penalise, start their fresh solves
-with an init kernel compiled without those steps. Shown here: which scenes are plain (and that a penalty, a movable
-parent, a heading, a turn, a ClutterOn release or a MESH pair each makes a scene not plain), that the plain kernel
-gives the box kernel's candidates and solves bit for bit, and that the gate matters: run on a scene with a penalty
-relation, the plain kernel's layouts differ and fail checks."""
+"""The plain scenes' kernels (``kernels/solve_init.py``, ``kernels/solve_finalize.py``, ``tables.plain_scene``; issue
+21): scenes of boxes whose every object is drawn in its static interval, with nothing to turn, shift, raise or
+penalise, solve with init and finalize kernels compiled without those steps. Shown here: which scenes are plain (of the
+benchmark scenes, the ones with a movable parent, a heading, a turn, a ClutterOn release or a penalty are not; a
+penalty relation alone makes a scene not plain), that the plain kernels give the box kernels' solves bit for bit
+(positions, loss, every relation's excess, verdicts), and that the gate matters: run on a scene with a penalty
+relation, the plain kernels' layouts differ and break it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 
 from isaaclab_arena.benchmarks.scenes import SCENE_PLACER_PARAMS, SCENES, cuboid, on_table, table
 from isaaclab_arena.relations.kernels import launch
+from isaaclab_arena.relations.kernels.solve_finalize import finalize_kernel_plain
 from isaaclab_arena.relations.kernels.solve_init import init_kernel, init_kernel_plain
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
@@ -58,7 +60,8 @@ def _solve(name_or_assets, plain: int | None, b: int = 600):
 def test_plain_scenes_are_those_with_nothing_to_turn_shift_raise_or_penalise(name):
     problem = _placer(name).compile(SCENES[name](), 2)
     assert bool(problem.tables.plain) == (name in PLAIN)
-    assert (launch.fresh(problem.tables)[0] is init_kernel_plain) == (name in PLAIN)
+    kernels = launch.fresh(problem.tables)
+    assert (kernels[0] is init_kernel_plain and kernels[2] is finalize_kernel_plain) == (name in PLAIN)
 
 
 def test_a_penalty_relation_makes_a_scene_not_plain():
@@ -67,7 +70,7 @@ def test_a_penalty_relation_makes_a_scene_not_plain():
 
 
 @pytest.mark.parametrize("name", sorted(PLAIN))
-def test_the_plain_kernel_gives_the_box_kernels_layouts_bit_for_bit(name):
+def test_the_plain_kernels_give_the_box_kernels_solves_bit_for_bit(name):
     _, plain = _solve(name, None)
     _, boxed = _solve(name, 0)
     for f in FIELDS:
@@ -78,7 +81,7 @@ def test_the_plain_kernel_gives_the_box_kernels_layouts_bit_for_bit(name):
     assert bool(plain.solved.builtin_verdicts.all(dim=1).float().mean() > 0.9)
 
 
-def test_the_plain_kernel_on_a_penalised_scene_would_lose_the_penalty():
+def test_the_plain_kernels_on_a_penalised_scene_would_lose_the_penalty():
     _, right = _solve(_penalised_boxes(), None)
     _, wrong = _solve(_penalised_boxes(), 1)  # the gate overridden: the plain kernel ignores the penalty term
     assert not torch.equal(right.solved.positions, wrong.solved.positions)

@@ -1,6 +1,7 @@
 """The kernels of one solve, in launch order on one argument list. Scenes with OBB / MESH pairs or MESH
 support terms launch the general variants of the kernels that evaluate those (init, iterate, finalize); box scenes keep
-the smaller kernels the CPU compiler inlines, and plain scenes (``tables.plain_scene``) an init kernel smaller still.
+the smaller kernels the CPU compiler inlines, and plain scenes (``tables.plain_scene``) init and finalize kernels
+smaller still.
 
 Every kernel of a solve or a check takes its candidates in runs (its last two arguments, ``rows`` and ``count``):
 thread t handles candidates [t * rows, min((t + 1) * rows, count)). On a GPU a run is one candidate (one thread
@@ -11,7 +12,7 @@ it is in."""
 
 from __future__ import annotations
 
-from isaaclab_arena.relations.kernels.solve_finalize import finalize_kernel, finalize_kernel_general
+from isaaclab_arena.relations.kernels.solve_finalize import finalize_kernel, finalize_kernel_general, finalize_kernel_plain
 from isaaclab_arena.relations.kernels.solve_init import init_kernel, init_kernel_general, init_kernel_plain
 from isaaclab_arena.relations.kernels.solve_iterate import iterate_kernel, iterate_kernel_general
 from isaaclab_arena.relations.kernels.solve_prepare import prepare_kernel
@@ -21,7 +22,7 @@ from isaaclab_arena.relations.kernels.tables import is_box_scene
 FRESH = (init_kernel, iterate_kernel, finalize_kernel)
 #: The same for plain scenes (``tables.plain_scene``): their initial draws need none of the steps the plain init
 #: kernel leaves out.
-FRESH_PLAIN = (init_kernel_plain, iterate_kernel, finalize_kernel)
+FRESH_PLAIN = (init_kernel_plain, iterate_kernel, finalize_kernel_plain)
 #: The same for scenes with OBB / MESH pairs or MESH support terms (their initial draws score those too).
 FRESH_GENERAL = (init_kernel_general, iterate_kernel_general, finalize_kernel_general)
 #: Prepare given candidates (bounds, projection), optimise, finalize: a solve of existing candidates.

@@ -27,10 +27,11 @@ from isaaclab_arena.relations.kinds.dispatch import FACE_TO, track_kind_sources
 FACE_ROUNDS = wp.constant(32)  # most heading / projection rounds after solving (FaceTo scenes)
 
 
-def _finalize_kernel(general: bool):
-    """The finalize kernel; ``general``: of scenes with OBB / MESH pairs or MESH support terms (a module of
-    its own per variant, each keyed on the kinds' sources)."""
-    module = __name__ + ("_general" if general else "")
+def _finalize_kernel(general: bool, plain: bool = False):
+    """The finalize kernel; ``general``: of scenes with OBB / MESH pairs or MESH support terms; ``plain``: of plain
+    scenes (``tables.plain_scene``: no FaceTo heading, no RandomAroundSolution), compiled without those steps (a
+    module of its own per variant, each keyed on the kinds' sources)."""
+    module = __name__ + ("_general" if general else "") + ("_plain" if plain else "")
     track_kind_sources(module)
     evaluate = evaluate_candidate_general if general else evaluate_candidate
 
@@ -62,7 +63,7 @@ def _finalize_kernel(general: bool):
             st = candidate_rng(P.seed ^ 0x5BD1E995, e, int(draw_ids[b]))
             has_face = T.kind_start[FACE_TO + 1] > T.kind_start[FACE_TO]
             solved_loss = float(-1.0)
-            if P.do_post != 0:
+            if not wp.static(plain) and P.do_post != 0:
                 if has_face:
                     # final headings toward the solved targets, each followed by a projection with the refit bounds,
                     # until the projection no longer moves anything (then the headings are those of the final
@@ -81,14 +82,14 @@ def _finalize_kernel(general: bool):
             # offsets follow (ranking uses the solved layout's loss: the random offsets are not the solution's
             # fault), then draws the offsets; step 1 judges the final poses
             step = int(1)
-            if P.do_post != 0:
+            if not wp.static(plain) and P.do_post != 0:
                 for i in range(n):
                     if T.obj_i[i][OI_RANDOM] != 0:
                         step = 0
             loss = float(0.0)
             while step < 2:
                 value = wp.static(evaluate)(T, S, b, e, P.write_checks * step, O)
-                if step == 0:
+                if not wp.static(plain) and step == 0:
                     solved_loss = value
                     for i in range(n):
                         if T.obj_i[i][OI_RANDOM] != 0:
@@ -119,3 +120,5 @@ def _finalize_kernel(general: bool):
 finalize_kernel = _finalize_kernel(False)
 #: Scenes with OBB / MESH pairs or MESH support terms.
 finalize_kernel_general = _finalize_kernel(True)
+#: Plain scenes.
+finalize_kernel_plain = _finalize_kernel(False, plain=True)
