@@ -24,7 +24,7 @@ from isaaclab_arena.relations.kernels.tables import (
     obj_bounds,
 )
 from isaaclab_arena.relations.kinds.dispatch import relation_interval, relation_interval_of_parent
-from isaaclab_arena.relations.kinds.kind import RoomRow
+from isaaclab_arena.relations.kernels.rows import RoomRow
 
 
 #: ``project``'s ``scene_bounds``: 0 none (intervals computed), FLAGGED the candidate's unrotated objects have their

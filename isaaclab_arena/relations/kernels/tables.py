@@ -21,7 +21,7 @@ import numpy as np
 
 import warp as wp
 
-from isaaclab_arena.relations.kinds.kind import ROW_WIDTH, ParamRow, RoomRow
+from isaaclab_arena.relations.kernels.rows import ROW_WIDTH, ParamRow, RoomRow
 from isaaclab_arena.relations.mesh.sdf import MeshTables
 
 

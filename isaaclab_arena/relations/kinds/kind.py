@@ -35,6 +35,9 @@ from typing import Any, Callable
 
 import warp as wp
 
+# the packed row's device types live with the scene tables' (a leaf module); the kinds read them from here
+from isaaclab_arena.relations.kernels.rows import MAX_PARAMS, ROW_WIDTH, WEIGHT, ParamRow, RoomRow  # noqa: F401
+
 
 class KindRole(IntEnum):
     """How the solver meets a relation kind."""
@@ -64,7 +67,7 @@ class ParamColumns:
     """Names of the columns of a kind's packed parameter row (at most ``MAX_PARAMS``); the last column of
     every row is its loss weight (``WEIGHT``)."""
 
-    MAX_PARAMS = 11
+    MAX_PARAMS = MAX_PARAMS
 
     def __init__(self, *names: str):
         if len(names) > self.MAX_PARAMS or len(set(names)) != len(names):
@@ -84,15 +87,6 @@ class ParamColumns:
         return out + [0.0] * (self.MAX_PARAMS - len(out)) + [float(weight)]
 
 
-#: Column of every packed row that holds slope x relation_loss_weight.
-WEIGHT = wp.constant(ParamColumns.MAX_PARAMS)
-#: Width of a packed row.
-ROW_WIDTH = ParamColumns.MAX_PARAMS + 1
-#: Device type of a packed row.
-ParamRow = wp.types.vector(length=ROW_WIDTH, dtype=wp.float32)
-#: Room (m) an object's NextTo chain needs beyond its footprint (-X, +X, -Y, +Y) and beyond its origin (same
-#: order), per env and movable object (``chain_room.py``); INTERVAL kinds that contain the subject shrink by it.
-RoomRow = wp.types.vector(length=8, dtype=wp.float32)
 
 
 @dataclass(frozen=True)
