@@ -120,7 +120,8 @@ def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio:
     initial draws' next try of an object that the try does not turn: ``solve_init.py``). With ``scene_bounds``
     FLAGGED (the candidate's unrotated objects have their scene bounds: ``SolveSettings.scene_bounds``) an object
     flagged STATIC_INTERVAL takes its env's interval from ``T.static_iv`` (``static_intervals.py``); with ALL_STATIC
-    (a caller that knows every object is flagged) every object does. Kernels call it from one site each, so that it
+    (a caller that knows every object is flagged) every object does, and the interval is not recorded (the caller
+    records them with ``record_static_intervals`` where the optimisation loop will read them). Kernels call it from one site each, so that it
     inlines. A parked pool member stays put."""
     p = S.x[b, i]
     if parked(p):
@@ -142,9 +143,22 @@ def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio:
     for a in range(3):
         p[a] = wp.clamp(p[a], lo[a], hi[a])
     S.x[b, i] = p
-    S.ilo[b, i] = lo
-    S.ihi[b, i] = hi
+    if scene_bounds != SCENE_BOUNDS_ALL_STATIC:  # else the interval is T.static_iv's: see record_static_intervals
+        S.ilo[b, i] = lo
+        S.ihi[b, i] = hi
     return st
+
+
+@wp.func
+def record_static_intervals(T: SceneTables, S: CandidateState, b: int, e: int, at_ratio: int):
+    """Records in ``S.ilo`` / ``S.ihi`` the interval that ``project`` used for every object of candidate b when it
+    was called with ALL_STATIC (which records none: the interval is the object's ``T.static_iv``), as the other
+    ``scene_bounds`` record it per projection: for the optimisation loop (``freedom.can_move``, ``kick``). A parked
+    pool member keeps its own, as ``project`` leaves it."""
+    for i in range(T.n_mov):
+        if not parked(S.x[b, i]):
+            S.ilo[b, i] = T.static_iv[e, i, 2 * at_ratio]
+            S.ihi[b, i] = T.static_iv[e, i, 2 * at_ratio + 1]
 
 
 @wp.func

@@ -15,6 +15,7 @@ from isaaclab_arena.relations.kernels.projection import (
     SCENE_BOUNDS_ALL_STATIC,
     SCENE_BOUNDS_FLAGGED,
     project,
+    record_static_intervals,
     repair_shift,
 )
 from isaaclab_arena.relations.kernels.sampling import (
@@ -154,7 +155,8 @@ def _init_kernel(general: bool, plain: bool = False):
                         redraw = int(REDRAW_NONE)
                         if step == 0:
                             redraw = REDRAW_IN_INTERVAL
-                            if same_interval != 0 and t > 0:
+                            # (a plain scene's project reads the static interval on every try and records none)
+                            if not wp.static(plain) and same_interval != 0 and t > 0:
                                 redraw = REDRAW_IN_RECORDED_INTERVAL
                         st = project(T, S, b, e, target, 1, redraw, st, wp.static(bounds))
                         nxt = int(-1)
@@ -215,6 +217,8 @@ def _init_kernel(general: bool, plain: bool = False):
             O.iters[b] = -clean
             if clean == 0:  # to the optimisation loop, from Adam moments of zero (a clean candidate skips it)
                 wp.atomic_add(O.pending, 0, 1)
+                if wp.static(plain):
+                    record_static_intervals(T, S, b, e, 1)
                 for i in range(n):
                     S.m[b, i] = zero
                     S.v[b, i] = zero
