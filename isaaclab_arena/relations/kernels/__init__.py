@@ -1,6 +1,7 @@
 """Warp kernels of the relation solver and the inexpensive placement checks.
 
-``tables`` holds the compiled scene (a warp struct of named tables) and the candidate state, ``settings``
+``tables`` holds the compiled scene (a warp struct of named tables) and the candidate state (``rows`` the
+device row types it shares with the relation kinds), ``settings``
 the per-launch solver settings, ``geometry`` pose/bounds helpers, ``freedom`` / ``projection`` /
 ``penalties`` / ``poses`` / ``sampling`` the solver's device functions, ``evaluate`` the per-candidate
 evaluation shared by the solver's loss and the checks (with the kinds' violation functions,

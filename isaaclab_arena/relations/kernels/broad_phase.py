@@ -76,18 +76,22 @@ def sweep_insert(S: CandidateState, b: int, i: int, count: int) -> int:
 def first_at_or_after(S: CandidateState, b: int, count: int, x: float) -> int:
     """Index of the first of the sorted ``count`` entries whose low X is at least ``x`` (count when none).
 
-    Branch-free: the halvings depend on ``count`` alone (a loop the CPU predicts), each a conditional move on
-    one comparison; a search that branches on the comparison mispredicts about every other level (perf: a
-    fifth of the init kernel of 80 boxes went to that search). Invariant: the answer lies in [base, base + n]."""
-    base = int(0)
-    n = count
-    while n > 1:
-        half = n // 2
-        base = wp.where(S.key[b, base + half] < x, base + half, base)
-        n -= half
-    if n == 1:
-        base = wp.where(S.key[b, base] < x, base + 1, base)
-    return base
+    Interpolation, then a walk: the placed objects' low X spread over the support about evenly, so the guess from
+    the first and last keys lands within a step or two of the answer (a binary search takes log2(count) dependent
+    loads: 80 boxes' init kernel 5 % slower with it). The answer is exact for any sorted keys, repeats and uneven
+    spreads included (the guess only sets where the walk starts): the walk moves down while the key below is at
+    least ``x``, then up while the key is below it."""
+    if count == 0 or x <= S.key[b, 0]:
+        return 0
+    last = S.key[b, count - 1]
+    if x > last:
+        return count
+    g = wp.clamp(int((x - S.key[b, 0]) / (last - S.key[b, 0]) * float(count - 1)), 0, count - 1)
+    while g > 0 and S.key[b, g - 1] >= x:
+        g -= 1
+    while g < count and S.key[b, g] < x:
+        g += 1
+    return g
 
 
 @wp.func
