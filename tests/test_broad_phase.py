@@ -10,14 +10,11 @@ import math
 import numpy as np
 import pytest
 import torch
-import warp as wp
 
 from isaaclab_arena.assets.asset import Object
 from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
 from isaaclab_arena.benchmarks.scenes import cuboid
 from isaaclab_arena.relations.compiler import pair_tables
-from isaaclab_arena.relations.kernels.broad_phase import first_at_or_after
-from isaaclab_arena.relations.kernels.tables import CandidateState
 from isaaclab_arena.relations.object_placer import ObjectPlacer
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
@@ -159,35 +156,3 @@ def test_results_do_not_depend_on_the_batch_split_or_the_thread_count():
     assert torch.equal(a.positions, b.positions) and torch.equal(a.loss, b.loss)
     assert torch.equal(a.positions[:7], c.positions) and torch.equal(a.loss[:7], c.loss)
 
-
-@wp.kernel
-def _search_kernel(S: CandidateState, counts: wp.array(dtype=int), xs: wp.array2d(dtype=float),
-                   out: wp.array2d(dtype=int)):
-    b, q = wp.tid()
-    out[b, q] = first_at_or_after(S, b, counts[b], xs[b, q])
-
-
-def test_the_sweeps_search_finds_the_first_key_at_or_after_x_as_numpy_does():
-    # sorted lists of every length up to 40, even, clustered and repeated keys; queries below, between, on and
-    # above the keys: the index numpy.searchsorted(side="left") gives
-    rng = np.random.default_rng(5)
-    B, n, Q = 400, 40, 24
-    keys = np.zeros((B, n), np.float32)
-    counts = rng.integers(0, n + 1, B).astype(np.int32)
-    for b in range(B):
-        kind = b % 4
-        k = rng.uniform(-1.0, 1.0, counts[b]) if kind == 0 else rng.normal(0.0, 0.05, counts[b])
-        if kind == 2:
-            k = np.round(k * 20.0) / 20.0  # repeats
-        if kind == 3:
-            k = np.concatenate([k[: len(k) // 2], k[len(k) // 2:] + 5.0])  # a gap: a far-off guess
-        keys[b, : counts[b]] = np.sort(k.astype(np.float32))
-        keys[b, counts[b]:] = 9.0  # beyond the list: never read
-    xs = np.where(rng.random((B, Q)) < 0.3, keys[np.arange(B)[:, None], rng.integers(0, n, (B, Q))],
-                  rng.uniform(-1.5, 6.5, (B, Q))).astype(np.float32)
-    S = CandidateState()
-    S.key = wp.array(keys, dtype=float)
-    out = wp.zeros((B, Q), dtype=int)
-    wp.launch(_search_kernel, dim=(B, Q), inputs=[S, wp.array(counts, dtype=int), wp.array(xs, dtype=float), out])
-    want = np.stack([np.searchsorted(keys[b, : counts[b]], xs[b], side="left") for b in range(B)])
-    assert np.array_equal(out.numpy(), want)

@@ -169,10 +169,13 @@ def _search_kernel(S: CandidateState, counts: wp.array(dtype=int), xs: wp.array2
     out[b, q] = first_at_or_after(S, b, counts[b], xs[b, q])
 
 
-def test_the_branch_free_search_is_numpys_left_search_on_every_count():
+def test_the_sweeps_search_is_numpys_left_search_on_every_count():
     rng = np.random.default_rng(7)
     rows, width, queries = 200, 40, 16
-    keys = np.sort(np.round(rng.uniform(-1, 1, (rows, width)), 1).astype(np.float32), axis=1)  # many ties
+    keys = np.round(rng.uniform(-1, 1, (rows, width)), 1)  # many ties
+    keys[1::4] = np.round(rng.normal(0.0, 0.05, (rows // 4, width)), 2)  # clustered: the guess lands far off
+    keys[2::4, width // 2:] += 0.6  # a gap in the middle
+    keys = np.sort(keys.astype(np.float32), axis=1)
     counts = np.arange(rows, dtype=np.int32) % (width + 1)  # 0 .. width entries in use
     xs = np.concatenate([np.round(rng.uniform(-1.2, 1.2, (rows, queries - 2)), 1),
                          np.full((rows, 1), -5.0), np.full((rows, 1), 5.0)], axis=1).astype(np.float32)
