@@ -12,7 +12,11 @@ it is in."""
 
 from __future__ import annotations
 
-from isaaclab_arena.relations.kernels.solve_finalize import finalize_kernel, finalize_kernel_general, finalize_kernel_plain
+from isaaclab_arena.relations.kernels.solve_finalize import (
+    finalize_kernel,
+    finalize_kernel_general,
+    finalize_kernel_plain,
+)
 from isaaclab_arena.relations.kernels.solve_init import init_kernel, init_kernel_general, init_kernel_plain
 from isaaclab_arena.relations.kernels.solve_iterate import iterate_kernel, iterate_kernel_general
 from isaaclab_arena.relations.kernels.solve_prepare import prepare_kernel

@@ -6,6 +6,7 @@ import warp as wp
 
 from isaaclab_arena.relations.kernels.freedom import can_move
 from isaaclab_arena.relations.kernels.geometry import BIG, parked
+from isaaclab_arena.relations.kernels.rows import RoomRow
 from isaaclab_arena.relations.kernels.tables import (
     FLAG_STATIC_INTERVAL,
     OI_FLAGS,
@@ -24,7 +25,6 @@ from isaaclab_arena.relations.kernels.tables import (
     obj_bounds,
 )
 from isaaclab_arena.relations.kinds.dispatch import relation_interval, relation_interval_of_parent
-from isaaclab_arena.relations.kernels.rows import RoomRow
 
 
 #: ``project``'s ``scene_bounds``: 0 none (intervals computed), FLAGGED the candidate's unrotated objects have their
@@ -121,8 +121,8 @@ def project(T: SceneTables, S: CandidateState, b: int, e: int, i: int, at_ratio:
     FLAGGED (the candidate's unrotated objects have their scene bounds: ``SolveSettings.scene_bounds``) an object
     flagged STATIC_INTERVAL takes its env's interval from ``T.static_iv`` (``static_intervals.py``); with ALL_STATIC
     (a caller that knows every object is flagged) every object does, and the interval is not recorded (the caller
-    records them with ``record_static_intervals`` where the optimisation loop will read them). Kernels call it from one site each, so that it
-    inlines. A parked pool member stays put."""
+    records them with ``record_static_intervals`` where the optimisation loop will read them). Kernels call it from
+    one site each, so that it inlines. A parked pool member stays put."""
     p = S.x[b, i]
     if parked(p):
         return st

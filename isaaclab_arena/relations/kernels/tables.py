@@ -328,9 +328,10 @@ def is_box_scene(tables: SceneTables) -> bool:
 
 def plain_scene(tables: SceneTables, obj_i) -> bool:
     """Whether the scene of ``tables`` (its pair counts set) is plain: box pairs only (``is_box_scene``) and every
-    movable object, by its host ObjectColumn row in ``obj_i``, flagged STATIC_INTERVAL (unrotated, every projected relation's parent fixed or none), neither
-    PENALISED nor the subject of a ClutterOn release. Its initial draws then need no heading, no parent shift, no
-    release raise and no penalty term: ``solve_init.py``'s plain kernel leaves them out."""
+    movable object, by its host ObjectColumn row in ``obj_i``, flagged STATIC_INTERVAL (unrotated, every projected
+    relation's parent fixed or none), neither PENALISED nor the subject of a ClutterOn release. Its initial draws then
+    need no heading, no parent shift, no release raise and no penalty term, and its final poses no heading round and
+    no random offset: the plain init and finalize kernels (``solve_init.py``, ``solve_finalize.py``) leave them out."""
     return is_box_scene(tables) and all(
         (int(row[ObjectColumn.FLAGS]) & ObjectFlag.STATIC_INTERVAL) != 0
         and (int(row[ObjectColumn.FLAGS]) & ObjectFlag.PENALISED) == 0
