@@ -155,4 +155,3 @@ def test_results_do_not_depend_on_the_batch_split_or_the_thread_count():
     c = two.place_problem(two.compile(assets, 64), env[:7], draw[:7])
     assert torch.equal(a.positions, b.positions) and torch.equal(a.loss, b.loss)
     assert torch.equal(a.positions[:7], c.positions) and torch.equal(a.loss[:7], c.loss)
-

@@ -8,6 +8,7 @@ import warp as wp
 from isaaclab_arena.relations.kernels.broad_phase import next_box_pair
 from isaaclab_arena.relations.kernels.geometry import BIG, overlap_depth, parked
 from isaaclab_arena.relations.kernels.pair_terms import pair_term, support_term
+from isaaclab_arena.relations.kernels.rows import WEIGHT
 from isaaclab_arena.relations.kernels.tables import (
     PF_CLEARANCE,
     RI_AXIS,
@@ -30,7 +31,6 @@ from isaaclab_arena.relations.kinds.dispatch import (
     relation_violation,
 )
 from isaaclab_arena.relations.kinds import KIND_ID, SLOT_OF_KIND
-from isaaclab_arena.relations.kinds.kind import WEIGHT
 from isaaclab_arena.relations.kinds.on import On, OnCause
 
 SLOT_ON = wp.constant(SLOT_OF_KIND[KIND_ID[On]])

@@ -9,6 +9,7 @@ from isaaclab_arena.relations.kernels.broad_phase import next_box_pair
 from isaaclab_arena.relations.kernels.geometry import BIG, box_overlaps, parked, unit, vmin3
 from isaaclab_arena.relations.kernels.pair_terms import allowed_axes, pair_term, push_pair, support_term
 from isaaclab_arena.relations.kernels.projection import carrier, parent_residual
+from isaaclab_arena.relations.kernels.rows import WEIGHT
 from isaaclab_arena.relations.kernels.tables import (
     PF_AXES,
     PF_CLEARANCE,
@@ -22,7 +23,6 @@ from isaaclab_arena.relations.kernels.tables import (
     obj_bounds,
 )
 from isaaclab_arena.relations.kinds.dispatch import INTERVAL_END, PENALTY_END, relation_penalty, relation_push
-from isaaclab_arena.relations.kinds.kind import WEIGHT
 
 
 @wp.func

@@ -249,7 +249,7 @@ class SceneTables:
     sweep_pad: float  # the largest clearance of a box pair (m): the sweep's reach beyond a box
     static_iv: wp.array3d(dtype=wp.vec3)  # (E, n_mov, 4) objects flagged STATIC_INTERVAL: their projection interval
     #   (lo, hi) with at_ratio 0, then 1 (``kernels/static_intervals.py``); (1, 1, 4) when no object is flagged
-    plain: int  # 1: a plain scene (``plain_scene``): its fresh solves start with the plain init kernel
+    plain: int  # 1: a plain scene (``plain_scene``): its fresh solves run the plain init and finalize kernels
 
 
 @wp.struct

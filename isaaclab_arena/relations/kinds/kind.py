@@ -87,8 +87,6 @@ class ParamColumns:
         return out + [0.0] * (self.MAX_PARAMS - len(out)) + [float(weight)]
 
 
-
-
 @dataclass(frozen=True)
 class RelationLossStrategy:
     """Base of every strategy: ``slope`` scales the relation's violation (metres) into loss."""
