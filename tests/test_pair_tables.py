@@ -2,7 +2,9 @@
 per-pair rules it must follow: every movable against the movables after it, then the fixed colliders (a
 Background only with MESH collision); exempt pairs left out; a push axis closed only when both objects are pinned
 on it (a fixed collider always is), and a pair closed on every axis pushed in x and y; a pair's own clearance
-where it has one. Also: a scene of 1,000 objects compiles its ~500,000 pairs."""
+where it has one. Each movable object's pair list (``collision_geometry.pair_lists``) against a per-object
+reference, pairs reordered as the kernels have them included; the compile's pair modes against the per-pair rule.
+Also: a scene of 1,000 objects compiles its ~500,000 pairs into arrays."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pytest
 from isaaclab_arena.assets.asset import Background, Object
 from isaaclab_arena.assets.bounding_box import AxisAlignedBoundingBox
 from isaaclab_arena.assets.collision_mode import CollisionMode
+from isaaclab_arena.relations.compiler.collision_geometry import pair_lists
 from isaaclab_arena.relations.compiler.pair_tables import overlap_pairs
 from isaaclab_arena.relations.relation_solver_params import RelationSolverParams
 
@@ -89,6 +92,60 @@ def test_a_thousand_objects_compile_their_half_million_pairs():
 
     problem = ObjectPlacer(ObjectPlacerParams(placement_seed=0)).compile(many_boxes(1000), 2)
     assert len(problem.pairs) == 1000 * 999 // 2  # box pairs; the table is an anchor and a support, not a collider
-    assert problem.pairs[0] == (0, 1) and problem.pairs[-1] == (998, 999)
+    # one int32 array, no Python row per pair (a list of 500,000 tuples kept 53 MB: docs/BENCHMARKS.md)
+    assert isinstance(problem.pairs, np.ndarray) and problem.pairs.dtype == np.int32
+    assert problem.pairs[0].tolist() == [0, 1] and problem.pairs[-1].tolist() == [998, 999]
     adj = problem.tables.adj.numpy()
     assert len(adj) == 2 * len(problem.pairs)  # each pair listed under both of its movable objects
+    assert problem.pair_names(len(problem.pairs) - 1) == (problem.object_names[998], problem.object_names[999])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_each_object_lists_its_pairs_in_increasing_order(seed):
+    rng = np.random.default_rng(seed)
+    n_mov, n_all = 7, 10
+    pairs = np.array([(i, j) for i in range(n_mov) for j in range(i + 1, n_all) if rng.random() < 0.7], np.int32)
+    pairs = pairs[rng.permutation(len(pairs))]  # any order: the OBB / MESH pairs go after the boxes
+    flat, starts = pair_lists(pairs, n_mov)
+    assert starts.tolist()[0] == 0 and len(starts) == n_mov + 1 and starts[-1] == len(flat)
+    for c in range(n_mov):
+        want = [k for k, (i, j) in enumerate(pairs.tolist()) if c in (i, j)]  # a fixed object lists nothing
+        assert flat[starts[c]:starts[c + 1]].tolist() == want, c
+    empty_flat, empty_starts = pair_lists(np.zeros((0, 2), np.int32), 3)
+    assert empty_flat.size == 0 and empty_starts.tolist() == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("scene, random_yaw", [("crowded14_yaw", True), ("chain4_yaw", True), ("clutter", False),
+                                                ("boxes10", False), ("all_relations", True)])
+def test_pair_modes_follow_the_per_pair_rule(scene, random_yaw):
+    """Boxes of which one turns about Z and neither tilts are tested turned (OBB); the others stay axis-aligned;
+    axis-aligned pairs first (the kernels' fast loop), each object's pair list pointing at its pairs. all_relations
+    with random yaw pairs turning objects with tilted ones (FaceTo, RandomAroundSolution), which stay on boxes."""
+    from isaaclab_arena.benchmarks.scenes import SCENE_PLACER_PARAMS, SCENES
+    from isaaclab_arena.relations.compiler.collision_geometry import _rotation_kind
+    from isaaclab_arena.relations.compiler.compile_problem import _SceneCompiler
+    from isaaclab_arena.relations.kernels.tables import ObjectColumn
+    from isaaclab_arena.relations.object_placer import ObjectPlacer
+    from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
+
+    params = ObjectPlacerParams(placement_seed=0,
+                                **{**SCENE_PLACER_PARAMS.get(scene, {}), "random_yaw_init": random_yaw})
+    assets = SCENES[scene]()
+    problem = ObjectPlacer(params).compile(assets, 2)
+    sc = _SceneCompiler(assets, 2, 0, params)
+    kind = [_rotation_kind(sc, k) for k in range(len(sc.objects))]
+    modes = [problem.pair_mode(k) for k in range(len(problem.pairs))]
+    want = ["obb" if "tilted" not in (kind[i], kind[j]) and "yawed" in (kind[i], kind[j]) else "aabb"
+            for i, j in problem.pairs.tolist()]
+    assert modes == want
+    assert modes == sorted(modes)  # "aabb" < "obb": the axis-aligned pairs first
+    assert problem.tables.n_box_pairs == modes.count("aabb")
+    if scene != "boxes10":
+        assert "obb" in modes  # the scene turns something
+    if scene == "all_relations":  # a turning object beside a tilted one: the pair stays axis-aligned
+        assert any("tilted" in (kind[i], kind[j]) and "yawed" in (kind[i], kind[j]) and mode == "aabb"
+                   for (i, j), mode in zip(problem.pairs.tolist(), modes))
+    adj, rows = problem.tables.adj.numpy(), problem.tables.obj_i.numpy()
+    for c in range(problem.num_objects):
+        listed = adj[rows[c][ObjectColumn.ADJ0]:rows[c][ObjectColumn.ADJ1]].tolist()
+        assert listed == [k for k, (i, j) in enumerate(problem.pairs.tolist()) if c in (i, j)]

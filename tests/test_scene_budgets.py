@@ -238,7 +238,7 @@ def test_memory_budget_refuses_before_allocating_and_names_the_knobs():
     msg = str(err.value)
     one_line(msg)
     assert msg.startswith("placement would allocate about ")
-    assert "(compile 1.11 GB for 2,001,000 pairs, a 10240-candidate batch " in msg
+    assert "(compile 0.55 GB for 2,001,000 pairs, a 10240-candidate batch " in msg
     assert "failure tally 49 GB) but the budget is 16 GB (placer_params.memory_budget_gb=16)" in msg
     assert "lower num_envs (1024) or max_placement_attempts (10), or place fewer than 2000 objects" in msg
     check_memory_budget(2000, 1, 2000, 16, p)  # 16 envs fit
@@ -252,13 +252,13 @@ def test_memory_budget_refuses_before_allocating_and_names_the_knobs():
 def test_memory_budget_defaults_to_half_the_available_memory_host_and_cuda(monkeypatch):
     import isaaclab_arena.relations.compiler.scene_budgets as budgets
 
-    monkeypatch.setattr(budgets, "available_host_bytes", lambda: 8_000_000_000)
+    monkeypatch.setattr(budgets, "available_host_bytes", lambda: 7_000_000_000)
     monkeypatch.setattr(budgets, "available_device_bytes", lambda device: 2_000_000_000)
     p = params()
-    with pytest.raises(PlacementConfigError) as err:  # CPU: all of it against the host's 4 GB
+    with pytest.raises(PlacementConfigError) as err:  # CPU: all of it (3.77 GB) against the host's 3.5 GB
         check_memory_budget(2000, 1, 2000, 64, p)
     one_line(str(err.value))
-    assert "but the budget is 4.00 GB (half the 8.00 GB available; memory_budget_gb)" in str(err.value)
+    assert "but the budget is 3.50 GB (half the 7.00 GB available; memory_budget_gb)" in str(err.value)
     # CUDA: the compile's host part fits the host, the batch and the tally not the device's 1 GB
     with pytest.raises(PlacementConfigError) as err:
         check_memory_budget(2000, 1, 2000, 64, p, device="cuda:0")

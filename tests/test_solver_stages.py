@@ -23,7 +23,7 @@ def test_compiled_tables_describe_the_scene():
     assert problem.object_names == ["mug", "bowl"] and problem.fixed_names == ["table"]
     # rows grouped by kind in kinds.KINDS order (on, ..., next_to), scene order within a kind
     assert [r.check for r in problem.relations] == ["on_relation", "on_relation", "next_to"]
-    assert problem.pairs == [(0, 1)]  # mug-bowl; both On the table (exempt)
+    assert problem.pairs.tolist() == [[0, 1]]  # mug-bowl; both On the table (exempt)
     assert problem.local_lo.shape == (3, 3, 3)
     assert torch.allclose(problem.fixed_hi[0, 0], torch.tensor([0.6, 0.4, 0.75]))
     assert CHECK_SLOTS[0] == "no_overlap"

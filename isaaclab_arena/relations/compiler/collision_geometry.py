@@ -32,7 +32,7 @@ import trimesh
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.geometry_reader import collision_mesh_of_spawn_cfg, prim_collision_mesh
 from isaaclab_arena.relations.kinds import KIND_ID  # before the kernel tables, which the kinds import
-from isaaclab_arena.relations.kernels.tables import PairMode, PairModes, YawMode
+from isaaclab_arena.relations.kernels.tables import PairColumn, PairMode, YawMode
 from isaaclab_arena.relations.mesh import MeshGeometry, no_mesh, pack_mesh_tables
 from isaaclab_arena.relations.mesh.logs import MESH_SDF, log_once
 from isaaclab_arena.relations.compiler.object_yaw import yaw_mode
@@ -163,11 +163,12 @@ def _box_mesh(lo, hi) -> tuple[np.ndarray, np.ndarray]:
 @dataclass
 class PairGeometry:
     """What the compile stage adds to the tables: per pair (mode, MESH target row), the fixed objects' poses,
-    the MESH tables (None when no pair or support term uses them) and the support terms."""
+    the MESH tables (None when no pair or support term uses them) and the support terms. Per-pair values are
+    numpy arrays (a scene of 1,000 objects has about 500,000 pairs)."""
 
-    modes: list[PairModes]
+    modes: np.ndarray  # (P, 2) int32 ``PairModes`` rows: PairMode bits (0: axis-aligned boxes), MESH target row
     fixed_pose: np.ndarray  # (n_fixed, 7) position, xyzw
-    pair_objects: list = field(default_factory=list)  # (i, j) of each pair, compiled order
+    pair_objects: np.ndarray | None = None  # (P, 2) int32 (i, j) of each pair, compiled order
     mesh: object | None = None  # MeshTablesHandle
     n_support: int = 0
     mesh_pairs: list[int] = field(default_factory=list)
@@ -178,9 +179,13 @@ class PairGeometry:
     geom: np.ndarray | None = None  # (E, n_all) geometry row of each object per env, -1 none
     names: list = field(default_factory=list)  # object names, in object order
 
+    def mode(self, k: int) -> int:
+        """PairMode bits of pair k (compiled order); 0: axis-aligned boxes."""
+        return int(self.modes[k, PairColumn.MODE])
+
     def sphere_side(self, k: int) -> str:
         """Which object of MESH pair k (compiled order) gives the spheres: 'i' or 'j'."""
-        return "i" if self.modes[k].mode & int(PairMode.MESH_IJ) else "j"
+        return "i" if self.mode(k) & int(PairMode.MESH_IJ) else "j"
 
     def report_unreliable(self) -> int:
         """Logs ``[MeshSDF]`` once when the solver kernels met unreliable signed-distance queries (no closest
@@ -193,7 +198,7 @@ class PairGeometry:
         if count:
             log_once(MESH_SDF, "solver:" + ",".join(self.names), f"{count} signed-distance queries of the solver "
                      f"were unreliable (no closest point or a non-finite distance) in a scene with MESH pairs "
-                     f"of {sorted({self.names[k] for p in self.mesh_pairs for k in self.pair_objects[p]})}")
+                     f"of {sorted({self.names[k] for p in self.mesh_pairs for k in self.pair_objects[p].tolist()})}")
             bad.zero_()
         return count
 
@@ -245,23 +250,30 @@ def _supports_of(asset) -> list:
     return [r.parent for r in asset.get_relations() if isinstance(r, (On, ClutterOn))]
 
 
-def compile_pair_geometry(sc, pairs, ints, local_lo, local_hi, device: str) -> PairGeometry:
+def compile_pair_geometry(sc, pairs: np.ndarray, ints, local_lo, local_hi, device: str) -> PairGeometry:
     """Pair modes, fixed poses, MESH tables and support terms of the scene compiled by ``sc``
-    (``compile_problem._SceneCompiler``); ``ints`` are the relation rows (``RelationRow``)."""
+    (``compile_problem._SceneCompiler``); ``pairs``: (P, 2) int32 object indices (``pair_tables.overlap_pairs``);
+    ``ints`` are the relation rows (``RelationRow``). Python work per pair only for the pairs that involve a MESH
+    object; the OBB pairs are found with array operations."""
     objects, n_mov, E = sc.objects, sc.n_mov, sc.num_envs
     default = sc.solver_params.collision_mode
     fixed_pose = np.array([list(a.get_world_pose().position_xyz) + list(a.get_world_pose().rotation_xyzw)
                            for a in sc.fixed] or [[0.0] * 6 + [1.0]], np.float64)
     modes_of = [effective_mode(a, default) for a in objects]
     rotation = [_rotation_kind(sc, k) for k in range(len(objects))]
-    out = PairGeometry(modes=[PairModes(0, -1)] * len(pairs), fixed_pose=fixed_pose)
+    modes = np.zeros((len(pairs), len(PairColumn)), np.int32)
+    modes[:, PairColumn.TARGET] = -1
+    out = PairGeometry(modes=modes, fixed_pose=fixed_pose)
     b = _Builder(sc.solver_params)
     geom = -np.ones((E, max(len(objects), 1)), np.int32)
+    is_real: dict[int, bool] = {}
 
     def real(k) -> bool:
         """Whether object k has a collision mesh its box does not already describe exactly (every env)."""
-        meshes = [b.mesh(src)[0] for src in dict.fromkeys(_sources(objects[k], E, sc.placement_seed))]
-        return all(m is not None for m in meshes) and not all(is_box(m[0]) for m in meshes)
+        if k not in is_real:
+            meshes = [b.mesh(src)[0] for src in dict.fromkeys(_sources(objects[k], E, sc.placement_seed))]
+            is_real[k] = all(m is not None for m in meshes) and not all(is_box(m[0]) for m in meshes)
+        return is_real[k]
 
     def assign(k, subject: bool, foot: bool = False) -> None:
         a = objects[k]
@@ -279,32 +291,39 @@ def compile_pair_geometry(sc, pairs, ints, local_lo, local_hi, device: str) -> P
             geom[e, k] = b.row(key, src.name, v, f, subject, foot, allow_open)
 
     has_spheres = [k < n_mov or not (_is_background(a) or _is_reference(a)) for k, a in enumerate(objects)]
+    mesh_object = np.array([m == CollisionMode.MESH for m in modes_of] or [False], bool)
+    pi, pj = pairs[:, 0], pairs[:, 1]
     mesh_pairs = []
-    for p, (i, j) in enumerate(pairs):
-        wants_mesh = CollisionMode.MESH in (modes_of[i], modes_of[j])
-        if wants_mesh and not (real(i) or real(j)):
+    is_mesh = np.zeros(len(pairs), bool)
+    for p in np.flatnonzero(mesh_object[pi] | mesh_object[pj]).tolist():  # in pair order: the rows' order
+        i, j = int(pi[p]), int(pj[p])
+        if not (real(i) or real(j)):
             for k in (i, j):  # the pair stays on boxes: say so for an object that has no mesh at all
                 for src in dict.fromkeys(_sources(objects[k], E, sc.placement_seed)):
                     if b.mesh(src)[0] is None:
                         no_mesh(src.name, b.mesh(src)[1])
-        if wants_mesh and (real(i) or real(j)):
-            for k in (i, j):
-                assign(k, has_spheres[k])
-            target = -1
-            if _is_background(objects[j]):
-                prims = tuple(sorted({s.relative_prim_path() for s in _supports_of(objects[i])
-                                      if _is_reference(s) and s.parent_asset is objects[j]}))
-                if prims:
-                    m, reason = b.mesh(objects[j], prims)
-                    if m is None:
-                        raise PlacementConfigError(f"asset '{objects[j].name}': its collision mesh without "
-                                                   f"{list(prims)} cannot be extracted: {reason}")
-                    target = b.row((id(objects[j]), prims), objects[j].name, m[0], m[1], False, False,
-                                   bool(getattr(objects[j], "allow_open_mesh", False)))
-            mesh_pairs.append((p, i, j, target))
-        elif rotation[i] != "tilted" and rotation[j] != "tilted" and "yawed" in (rotation[i], rotation[j]):
-            out.modes[p] = PairModes(int(PairMode.OBB), -1)
-            out.obb_pairs.append(p)
+            continue
+        is_mesh[p] = True
+        for k in (i, j):
+            assign(k, has_spheres[k])
+        target = -1
+        if _is_background(objects[j]):
+            prims = tuple(sorted({s.relative_prim_path() for s in _supports_of(objects[i])
+                                  if _is_reference(s) and s.parent_asset is objects[j]}))
+            if prims:
+                m, reason = b.mesh(objects[j], prims)
+                if m is None:
+                    raise PlacementConfigError(f"asset '{objects[j].name}': its collision mesh without "
+                                               f"{list(prims)} cannot be extracted: {reason}")
+                target = b.row((id(objects[j]), prims), objects[j].name, m[0], m[1], False, False,
+                               bool(getattr(objects[j], "allow_open_mesh", False)))
+        mesh_pairs.append((p, i, j, target))
+    # boxes of which one turns about Z and neither tilts are tested turned (separating axes)
+    kind = np.array([{"upright": 0, "yawed": 1, "tilted": 2}[r] for r in rotation] or [0], np.int8)
+    ki, kj = kind[pi], kind[pj]
+    obb = ~is_mesh & (ki != 2) & (kj != 2) & ((ki == 1) | (kj == 1))
+    modes[obb, PairColumn.MODE] = int(PairMode.OBB)
+    out.obb_pairs = np.flatnonzero(obb).tolist()
     # supports: On a fixed MESH object that has a mesh, the subject upright
     sup_rows, sup_f = [], []
     on_id = KIND_ID[On]
@@ -337,13 +356,13 @@ def compile_pair_geometry(sc, pairs, ints, local_lo, local_hi, device: str) -> P
             other = j if i_side else i
             if not (_is_background(objects[other]) or _is_reference(objects[other])):
                 mode |= int(PairMode.INSIDE)
-            out.modes[p] = PairModes(mode, target)
+            modes[p] = (mode, target)
             out.mesh_pairs.append(p)
         out.mesh = pack_mesh_tables(rows, geom, device, sup_rows, sup_f)
         out.n_support = len(sup_rows)
         out.rows, out.geom = rows, geom
     out.names = [a.name for a in objects]
-    out.pair_objects = list(pairs)
+    out.pair_objects = pairs
     return out
 
 
@@ -369,33 +388,35 @@ def _rotation_kind(sc, k: int) -> str:
     return "yawed" if turns else "upright"
 
 
-def box_pairs_first(pairs, pair_f, geo, n_mov: int):
+def box_pairs_first(pairs: np.ndarray, pair_f: np.ndarray, geo: PairGeometry, n_mov: int):
     """Pairs reordered so that the axis-aligned ones come first (the kernels' fast loop; stable, so a scene of
     boxes keeps its order), with ``geo``'s pair lists renumbered, and each movable object's pair list.
-    ``pairs``: list of (i, j); ``pair_f``: (P, 4) ``PairParam`` rows (numpy)."""
-    turned = np.fromiter((m.mode != 0 for m in geo.modes), bool, len(geo.modes))
+    ``pairs``: (P, 2) int32; ``pair_f``: (P, 4) ``PairParam`` rows (numpy). Returns the reordered pairs and rows
+    and :func:`pair_lists`."""
+    turned = geo.modes[:, PairColumn.MODE] != 0
     if turned.any():
         order = np.argsort(turned, kind="stable")
         new = np.empty_like(order)
         new[order] = np.arange(len(order))
-        order_l = order.tolist()
-        geo.modes = [geo.modes[k] for k in order_l]
+        geo.modes = geo.modes[order]
         geo.mesh_pairs = sorted(new[geo.mesh_pairs].tolist()) if geo.mesh_pairs else []
-        geo.pair_objects = [geo.pair_objects[k] for k in order_l]
         geo.obb_pairs = sorted(new[geo.obb_pairs].tolist()) if geo.obb_pairs else []
-        pairs, pair_f = [pairs[k] for k in order_l], pair_f[order]
-    return pairs, pair_f, _pair_lists(pairs, n_mov)
+        pairs, pair_f = pairs[order], pair_f[order]
+        geo.pair_objects = pairs
+    return pairs, pair_f, pair_lists(pairs, n_mov)
 
 
-def _pair_lists(pairs, n_mov: int) -> list[list[int]]:
-    """Each movable object's pair indices in increasing order (the kernels' ``adj``)."""
-    if not pairs:
-        return [[] for _ in range(n_mov)]
-    ij = np.asarray(pairs, np.int64).reshape(-1, 2)
-    k = np.arange(len(ij))
+def pair_lists(pairs: np.ndarray, n_mov: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each movable object's pair indices in increasing order (the kernels' ``adj``), one list after the other:
+    ``(flat, starts)``, object c's list being ``flat[starts[c]:starts[c + 1]]`` ((2P,) int32 at most and
+    (n_mov + 1,) int64)."""
+    ij = np.asarray(pairs, np.int32).reshape(-1, 2)
+    k = np.arange(len(ij), dtype=np.int32)
     movable_j = ij[:, 1] < n_mov
     owner = np.concatenate([ij[:, 0], ij[movable_j, 1]])
     index = np.concatenate([k, k[movable_j]])
     order = np.lexsort((index, owner))
     counts = np.bincount(owner, minlength=n_mov)[:n_mov]
-    return [part.tolist() for part in np.split(index[order], np.cumsum(counts)[:-1])]
+    starts = np.zeros(n_mov + 1, np.int64)
+    np.cumsum(counts, out=starts[1:])
+    return index[order], starts

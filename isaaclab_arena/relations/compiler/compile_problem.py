@@ -27,6 +27,7 @@ from isaaclab_arena.relations.kernels.tables import (
     ObjectColumn,
     ObjectFlag,
     ObjectParam,
+    PairColumn,
     PairParam,
     RelationRow,
     SceneTables,
@@ -262,7 +263,8 @@ class _SceneCompiler:
 
     def object_rows(self, ints, adj, general=frozenset()):
         """Per movable object: its ObjectColumn row, its ObjectParam row, and the flat projection and pair
-        lists the rows point into."""
+        lists the rows point into. ``adj``: the objects' pair lists (``collision_geometry.pair_lists``: flat
+        indices and each object's start), which the rows point into as they are."""
         order = _parents_first(self.movables)
         rank = [0] * self.n_mov
         for pos, k in enumerate(order):
@@ -279,7 +281,8 @@ class _SceneCompiler:
             elif kind.role == KindRole.PENALTY:
                 penalised[r.subject] = True
         random_yaw = self.placer_params.random_yaw_init
-        obj_i, obj_f, proj_flat, adj_flat = [], [], [], []
+        adj_flat, adj_starts = adj
+        obj_i, obj_f, proj_flat = [], [], []
         for c, a in enumerate(self.movables):
             rot = a.rotate_around_solution
             base = rot.quaternion_xyzw() if rot is not None else (0.0, 0.0, 0.0, 1.0)
@@ -287,8 +290,6 @@ class _SceneCompiler:
             rnd = a.random_around_solution
             p0 = len(proj_flat)
             proj_flat += [rid for _, rid in sorted(proj[c])]
-            a0 = len(adj_flat)
-            adj_flat += adj[c]
             flags = ObjectFlag(0)
             if any(0 <= ints[rid].parent < self.n_mov for rid in proj_flat[p0:]):
                 flags |= ObjectFlag.MOVABLE_PARENT
@@ -308,7 +309,7 @@ class _SceneCompiler:
             row[ObjectColumn.RANDOM] = int(rnd is not None)
             row[ObjectColumn.PROJ0], row[ObjectColumn.PROJ1] = p0, len(proj_flat)
             row[ObjectColumn.RANK] = rank[c]
-            row[ObjectColumn.ADJ0], row[ObjectColumn.ADJ1] = a0, len(adj_flat)
+            row[ObjectColumn.ADJ0], row[ObjectColumn.ADJ1] = int(adj_starts[c]), int(adj_starts[c + 1])
             row[ObjectColumn.FLAGS] = int(flags)
             obj_i.append(row)
             frow = [0.0] * len(ObjectParam)
@@ -390,13 +391,12 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
     _tick(bar, "geometry")
     ints, floats, compiled, kind_start = sc.relation_rows()
     _tick(bar, "relations")
-    pair_ij, pair_f = sc.overlap_pairs()
-    pairs = list(zip(*pair_ij.T.tolist())) if len(pair_ij) else []  # (i, j) tuples of Python ints
+    pairs, pair_f = sc.overlap_pairs()  # (P, 2) int32 object indices, (P, 4) float32 PairParam rows
     _tick(bar, "pairs")
     geo = compile_pair_geometry(sc, pairs, ints, local_lo, local_hi, device)
     pairs, pair_f, adj = box_pairs_first(pairs, pair_f, geo, sc.n_mov)
     _tick(bar, "pair geometry")
-    general = ({k for p, m in zip(pairs, geo.modes) if m.mode for k in p}
+    general = (set(np.unique(pairs[geo.modes[:, PairColumn.MODE] != 0]).tolist())
                | {ints[r].subject for r in geo.support_relations})
     obj_i, obj_f, proj_flat, adj_flat, rank = sc.object_rows(ints, adj, general)
     _tick(bar, "objects")
@@ -419,7 +419,7 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
         T.rel_f = _device_array(floats, ParamRow, ROW_WIDTH, device, keep)
         T.proj = _device_array(proj_flat, int, None, device, keep)
         T.adj = _device_array(adj_flat, int, None, device, keep)
-        T.n_box_pairs = sum(1 for m in geo.modes if m.mode == 0)
+        T.n_box_pairs = int(np.count_nonzero(geo.modes[:, PairColumn.MODE] == 0))
         T.pair_i = _device_array(pairs, wp.vec2i, 2, device, keep)
         T.pair_f = _device_array(pair_f, wp.vec4, 4, device, keep)
         T.pair_m = _device_array(geo.modes, wp.vec2i, 2, device, keep)

@@ -35,11 +35,12 @@ def overlap_pairs(n_mov: int, n_objects: int, fixed: list, solver_params, pinned
     keep = np.ones((n_mov, len(candidates)), bool)
     keep[:, :n_mov] = np.triu(keep[:, :n_mov], k=1)
     i, col = np.nonzero(keep)
-    j = candidates[col]
+    i, j = i.astype(np.int32), candidates.astype(np.int32)[col]  # int32 from here: 8 bytes a pair, not 16
+    del col
     n_all = max(n_objects, 1)
     if exempt:
         exempt_keys = np.array([a * n_all + b for a, b in exempt], np.int64)
-        free = ~np.isin(np.minimum(i, j) * n_all + np.maximum(i, j), exempt_keys)
+        free = ~np.isin(np.minimum(i, j).astype(np.int64) * n_all + np.maximum(i, j), exempt_keys)
         i, j = i[free], j[free]
     # a push may move the pair apart along an axis unless both are pinned there
     pinned = np.zeros((n_all, 3), bool)
@@ -52,12 +53,12 @@ def overlap_pairs(n_mov: int, n_objects: int, fixed: list, solver_params, pinned
     pair_f[:, PairParam.PUSH_X:PairParam.PUSH_Z + 1] = axes
     if pair_clearance:
         where = {a * n_all + b: k for k, (a, b) in enumerate(pair_clearance)}
-        keys = np.minimum(i, j) * n_all + np.maximum(i, j)
+        keys = np.minimum(i, j).astype(np.int64) * n_all + np.maximum(i, j)
         hit = np.nonzero(np.isin(keys, np.fromiter(where, np.int64, len(where))))[0]
         values = list(pair_clearance.values())
         for k in hit.tolist():  # the few pairs with a clearance of their own
             pair_f[k, PairParam.CLEARANCE] = values[where[int(keys[k])]]
-    return np.stack([i, j], axis=1).astype(np.int32), pair_f
+    return np.stack([i, j], axis=1), pair_f
 
 
 #: Scenes with at least this many relation-placed objects visit their box pairs by sort and sweep along X
@@ -70,9 +71,10 @@ def uses_sweep(n_mov: int) -> bool:
     return n_mov >= SWEEP_FROM_OBJECTS
 
 
-def box_pair_index(pairs: list, n_box_pairs: int, n_mov: int, n_all: int) -> np.ndarray:
+def box_pair_index(pairs, n_box_pairs: int, n_mov: int, n_all: int) -> np.ndarray:
     """(n_mov, n_all) int32: the index k < ``n_box_pairs`` of the axis-aligned pair of placed object i and object
-    j (both orders for two placed objects), -1 where they form no such pair."""
+    j (both orders for two placed objects), -1 where they form no such pair. ``pairs``: (P, 2) object indices
+    (an array, or a list of (i, j))."""
     table = np.full((max(n_mov, 1), max(n_all, 1)), -1, np.int32)
     if n_box_pairs:
         ij = np.asarray(pairs[:n_box_pairs], np.int64).reshape(-1, 2)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 import warp as wp
 
@@ -61,7 +62,8 @@ class PlacementProblem:
         object_names: Placed (movable) objects, in the order of the position/rotation tensors.
         fixed_names: Anchors and passive obstacles (never moved), after the movables in object indices.
         relations: Every compiled relation; ``rid`` indexes the per-relation violation columns.
-        pairs: (i, j) object-index pairs checked by no_overlap.
+        pairs: (P, 2) int32 numpy array: the (i, j) object-index pairs checked by no_overlap (i movable), in the
+            kernels' order (axis-aligned pairs first); pair ``k`` of the outputs (``ov_pair``) is row k.
         local_lo / local_hi: (E, n_all, 3) local bounds per env, metres.
         fixed_lo / fixed_hi: (E, n_fixed, 3) world AABBs of the fixed objects, metres.
         tables: The warp struct the kernels read.
@@ -78,7 +80,7 @@ class PlacementProblem:
     object_names: list[str]
     fixed_names: list[str]
     relations: list[CompiledRelation]
-    pairs: list[tuple[int, int]]
+    pairs: np.ndarray
     local_lo: torch.Tensor
     local_hi: torch.Tensor
     fixed_lo: torch.Tensor
@@ -98,7 +100,7 @@ class PlacementProblem:
     @property
     def collision_objects(self) -> list[CollisionObject]:
         """What ``validate_batch(batch, collision_objects)`` receives."""
-        used = sorted({k for pair in self.pairs for k in pair})
+        used = np.unique(self.pairs).tolist()
         names = self.all_names
         return [CollisionObject(names[k], k, k < self.num_objects) for k in used]
 
@@ -122,11 +124,11 @@ class PlacementProblem:
     def pair_mode(self, k: int) -> str:
         """How pair k is measured: 'aabb', 'obb' (boxes turned about Z) or 'mesh'."""
         g = self.pair_geometry
-        if g is None or not g.modes[k].mode:
+        if g is None or not g.mode(k):
             return "aabb"
         return "mesh" if k in g.mesh_pairs else "obb"
 
     def pair_names(self, k: int) -> tuple[str, str]:
-        i, j = self.pairs[k]
+        i, j = self.pairs[k].tolist()
         names = self.all_names
         return names[i], names[j]

@@ -4,8 +4,8 @@
 
 * **Object count** (``check_object_budget``, before any other check): at most ``placer_params.max_objects``
   placed objects (default ``DEFAULT_MAX_OBJECTS``). The no_overlap pairs grow as n^2: on the 2-core CPU 2,000
-  boxes compiled and solved in 12.5 s with a 1.5 GB peak, 3,000 in 35 s and 2.4 GB, and 10,000 had taken
-  5.4 GB after 75 s of compiling (``docs/SOLVER.md``, "Budgets").
+  boxes compile and are placed (one env) in 1.7 s with a 288 MB peak, 3,000 in 2.8 s and 615 MB; 10,000 had taken
+  5.4 GB after 75 s of compiling when the pairs were Python tuples (``docs/SOLVER.md``, "Budgets").
 * **Footprint** (``footprint_budget.check_footprint_budget``): the objects On one support must fit it by area.
 * **Memory** (``check_memory_budget``, before the per-env geometry and the pair tables): the bytes that the
   compile, one solve batch and the failure tally of a fill that stays short would allocate
@@ -23,9 +23,11 @@ from isaaclab_arena.relations.compiler.placement_restrictions import PlacementCo
 DEFAULT_MAX_OBJECTS = 2000
 #: Share of the available memory a compile may plan to use when no ``memory_budget_gb`` is set.
 AVAILABLE_SHARE = 0.5
-#: Bytes per no_overlap pair at the compile's peak (Python rows of the pair lists, pair geometry, device tables):
-#: the peak RSS of boxes-on-a-table scenes of 1,000 .. 3,000 objects grew by 382 MB per million pairs.
-COMPILE_BYTES_PER_PAIR = 400
+#: Bytes per no_overlap pair of the compile's host arrays at its peak (the pair table and its rows, pair modes, the
+#: objects' pair lists and their sort), beside the device tables (``estimate_memory``'s ``tables``, 32 B per pair):
+#: the peak RSS of boxes-on-a-table scenes of 1,000 .. 4,000 objects, tables on the CPU included, grew by 135-146 MB
+#: per million pairs (``bench_scale_refill.py``'s scene; 382 MB when the pairs were Python tuples).
+COMPILE_BYTES_PER_PAIR = 120
 #: Bytes per env and object of the per-env geometry (float64 and float32 bounds, the room table, the static
 #: projection intervals: 4 vec3).
 GEOMETRY_BYTES = 152
