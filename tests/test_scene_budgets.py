@@ -231,18 +231,19 @@ def test_yaml_placer_params_accept_the_budget_fields():
 
 # ------------------------------------------------------------------------------------------------ memory
 def test_memory_budget_refuses_before_allocating_and_names_the_knobs():
-    # 2,000 objects in 1,024 envs: a fill whose envs stay short would tally 2,001,000 pairs per env (49 GB)
-    p = params(memory_budget_gb=16)
+    # 2,000 objects in 1,024 envs: a 10,240-candidate batch of them takes 5.9 GB
+    p = params(memory_budget_gb=4)
     with pytest.raises(PlacementConfigError) as err:
         check_memory_budget(2000, 1, 2000, 1024, p)
     msg = str(err.value)
     one_line(msg)
-    assert msg.startswith("placement would allocate about ")
-    assert "(compile 0.55 GB for 2,001,000 pairs, a 10240-candidate batch " in msg
-    assert "failure tally 49 GB) but the budget is 16 GB (placer_params.memory_budget_gb=16)" in msg
+    assert msg.startswith("placement would allocate about 6.57 GB ")
+    assert "(compile 0.55 GB for 2,001,000 pairs, a 10240-candidate batch 5.90 GB, " in msg
+    # the failure tally counts the pairs its candidates failed, not every pair in every env (49 GB here)
+    assert "failure tally 0.06 GB) but the budget is 4.00 GB (placer_params.memory_budget_gb=4)" in msg
     assert "lower num_envs (1024) or max_placement_attempts (10), or place fewer than 2000 objects" in msg
     check_memory_budget(2000, 1, 2000, 16, p)  # 16 envs fit
-    check_memory_budget(2000, 1, 2000, 1024, params(memory_budget_gb=100))  # the override lets it through
+    check_memory_budget(2000, 1, 2000, 1024, params(memory_budget_gb=7))  # the override lets it through
     # through the compile, before the geometry is read: a tiny budget refuses a small scene
     msg, seconds = refused(boxes(10, 0.3), num_envs=64, memory_budget_gb=1e-6)
     one_line(msg)
@@ -252,19 +253,19 @@ def test_memory_budget_refuses_before_allocating_and_names_the_knobs():
 def test_memory_budget_defaults_to_half_the_available_memory_host_and_cuda(monkeypatch):
     import isaaclab_arena.relations.compiler.scene_budgets as budgets
 
-    monkeypatch.setattr(budgets, "available_host_bytes", lambda: 7_000_000_000)
-    monkeypatch.setattr(budgets, "available_device_bytes", lambda device: 2_000_000_000)
+    monkeypatch.setattr(budgets, "available_host_bytes", lambda: 1_200_000_000)
+    monkeypatch.setattr(budgets, "available_device_bytes", lambda device: 600_000_000)
     p = params()
-    with pytest.raises(PlacementConfigError) as err:  # CPU: all of it (3.77 GB) against the host's 3.5 GB
+    with pytest.raises(PlacementConfigError) as err:  # CPU: all of it (0.70 GB) against the host's 0.6 GB
         check_memory_budget(2000, 1, 2000, 64, p)
     one_line(str(err.value))
-    assert "but the budget is 3.50 GB (half the 7.00 GB available; memory_budget_gb)" in str(err.value)
-    # CUDA: the compile's host part fits the host, the batch and the tally not the device's 1 GB
+    assert "but the budget is 0.60 GB (half the 1.20 GB available; memory_budget_gb)" in str(err.value)
+    # CUDA: the compile's host part (0.26 GB) fits the host, the tables, batch and tally (0.44 GB) not the device's
     with pytest.raises(PlacementConfigError) as err:
         check_memory_budget(2000, 1, 2000, 64, p, device="cuda:0")
     msg = str(err.value)
     one_line(msg)
-    assert "(a 640-candidate batch 0.37 GB, failure tally 3.08 GB) but the budget is 1.00 GB (half the 2.00 GB " \
+    assert "(a 640-candidate batch 0.37 GB, failure tally 0.00 GB) but the budget is 0.30 GB (half the 0.60 GB " \
            "available on cuda:0; memory_budget_gb)" in msg
     check_memory_budget(200, 1, 200, 64, p, device="cuda:0")  # a smaller scene fits both
     monkeypatch.setattr(budgets, "available_host_bytes", lambda: None)  # unknown, no override: nothing to check

@@ -36,9 +36,10 @@ GEOMETRY_BYTES = 152
 #: above the same scene solved for one env, 267 B), and per candidate and relation (excess, cause, copies).
 BATCH_BYTES_PER_OBJECT = 272
 BATCH_BYTES_PER_RELATION = 16
-#: Bytes per env and pair (no_overlap and clearance: float32 depth, int64 count) and per env and relation
-#: (float32 x 2, int64 x 2) of ``placement_diagnostics.FailureTally`` once an env stays short.
-TALLY_BYTES_PER_PAIR = 24
+#: Bytes of ``failure_explanation.FailureTally`` once an env stays short: per failing candidate (its worst
+#: no_overlap and clearance pairs: int64 key and count, float32 depth each, twice that while a batch is merged in,
+#: ``PairMisses``) and per env and relation (float32 x 2, int64 x 2).
+TALLY_BYTES_PER_MISS = 80
 TALLY_BYTES_PER_RELATION = 24
 GB = 1e9
 
@@ -85,7 +86,9 @@ def estimate_memory(n_mov: int, n_colliders: int, n_relations: int, num_envs: in
     sp = placer_params.solver_params
     per_object = BATCH_BYTES_PER_OBJECT + (12 * (sp.max_iters // 10 + 1) if sp.save_position_history else 0)
     batch = candidates * (per_object * max(n_mov, 1) + BATCH_BYTES_PER_RELATION * n_relations)
-    tally = num_envs * (TALLY_BYTES_PER_PAIR * pairs + TALLY_BYTES_PER_RELATION * n_relations)
+    # the tally's pairs: at most one entry per candidate and pair check, over every batch of a fill
+    misses = min(candidates * placer_params.max_placement_attempts, num_envs * pairs)
+    tally = TALLY_BYTES_PER_MISS * misses + TALLY_BYTES_PER_RELATION * num_envs * n_relations
     return MemoryEstimate(pairs, candidates, COMPILE_BYTES_PER_PAIR * pairs + GEOMETRY_BYTES * num_envs * n_all,
                           32 * pairs, batch, tally)
 

@@ -1,7 +1,8 @@
 """Why envs got no valid layout: the closest misses over a fill's candidates, their text and the advice.
 
 ``FailureTally`` counts, per env, how many candidates failed each relation, no_overlap / clearance pair and
-required check, and the smallest violation (metres) any had (batched torch, no host sync); ``explain`` turns
+required check, and the smallest violation (metres) any had (batched torch, no host sync; the pairs only where a
+candidate's worst pair failed, so its memory grows with the candidates, not with envs x pairs); ``explain`` turns
 the counts of some envs into ``ClosestMiss`` entries, ``explanation_text`` into the one sentence that the
 pool's error, ``ObjectPlacer.place`` results and the run summaries share, and ``placement_advice`` into the
 knob that would most likely help. Long lists are cut (``EXPLAIN_MAX_MISSES``): a crowded scene has thousands
@@ -138,10 +139,55 @@ def placement_advice(misses: list[ClosestMiss], kept: list[str], check_totals: d
     return f"each failing check was met by some candidates, so more attempts should fill it: {more}{fewer}"
 
 
+class PairMisses:
+    """One pair check's tally: per (env, pair) that a candidate's worst pair failed, how many candidates and the
+    smallest depth (metres). Sparse: ``keys`` (env * P + pair, increasing, distinct), ``counts`` and ``depths``, of
+    the (env, pair) entries met (at most one per candidate), where a dense (num_envs, P) table would hold every pair
+    of a 1,000-object scene (500,000) in every env."""
+
+    def __init__(self, num_pairs: int, device):
+        self.num_pairs = num_pairs
+        self.keys = torch.zeros(0, dtype=torch.long, device=device)
+        self.counts = torch.zeros(0, dtype=torch.long, device=device)
+        self.depths = torch.zeros(0, device=device)
+
+    def add(self, env: torch.Tensor, pair: torch.Tensor, depth: torch.Tensor) -> None:
+        """Counts one failing candidate per entry: ``env``, ``pair`` (int64) and ``depth`` (metres), each (N,)."""
+        if env.numel() == 0:
+            return
+        keys = torch.cat([self.keys, env * self.num_pairs + pair])
+        counts = torch.cat([self.counts, torch.ones_like(env)])
+        depths = torch.cat([self.depths, depth.float()])
+        self.keys, slot = torch.unique(keys, sorted=True, return_inverse=True)
+        self.counts = torch.zeros_like(self.keys).index_add_(0, slot, counts)
+        self.depths = torch.full(self.keys.shape, float("inf"), device=keys.device).scatter_reduce_(
+            0, slot, depths, reduce="amin")
+
+    def over(self, sel: torch.Tensor, num_envs: int) -> tuple[list[int], list[int], list[float], list[int]]:
+        """Per pair failed in the envs ``sel`` (in increasing pair order): (pairs, candidates that failed it - an
+        env listed twice counts twice -, smallest depth, the env of that depth: the first of ``sel`` to have it)."""
+        times = torch.bincount(sel, minlength=num_envs)
+        env, pair = self.keys // self.num_pairs, self.keys % self.num_pairs
+        mine = times[env] > 0
+        env, pair, counts, depths = env[mine], pair[mine], self.counts[mine], self.depths[mine]
+        if env.numel() == 0:
+            return [], [], [], []
+        pairs, slot = torch.unique(pair, sorted=True, return_inverse=True)
+        total = torch.zeros_like(pairs).index_add_(0, slot, counts * times[env])
+        best = torch.full(pairs.shape, float("inf"), device=pairs.device).scatter_reduce_(0, slot, depths,
+                                                                                          reduce="amin")
+        first = torch.full((num_envs,), len(sel), dtype=torch.long, device=sel.device).scatter_reduce_(
+            0, sel, torch.arange(len(sel), device=sel.device), reduce="amin")  # env -> its first place in sel
+        place = torch.where(depths == best[slot], first[env], torch.full_like(env, len(sel)))
+        at = torch.full_like(pairs, len(sel)).scatter_reduce_(0, slot, place, reduce="amin")
+        return pairs.tolist(), total.tolist(), best.tolist(), sel[at].tolist()
+
+
 class FailureTally:
     """Per env: for every relation, no_overlap pair and required check, how many candidates failed it and the
     smallest violation (metres) any candidate had. ``add`` is batched torch on the batch's device (no host
-    sync); ``explain`` reads the host once, on the failure path."""
+    sync); ``explain`` reads the host once, on the failure path. Relations and checks are dense (num_envs, R)
+    tables; pairs are ``PairMisses`` (the pairs some candidate's worst pair failed)."""
 
     def __init__(self):
         self.problem = None
@@ -156,8 +202,7 @@ class FailureTally:
         self.rel_fail_min = torch.full((E, R), inf, device=dev)   # min excess over failing candidates
         self.rel_fail_cause = torch.zeros((E, R), dtype=torch.long, device=dev)
         self.rel_fail = torch.zeros((E, R), dtype=torch.long, device=dev)
-        self.pair_min = {c: torch.full((E, P), inf, device=dev) for c in PAIR_CHECKS}
-        self.pair_fail = {c: torch.zeros((E, P), dtype=torch.long, device=dev) for c in PAIR_CHECKS}
+        self.pair_misses = {c: PairMisses(P, dev) for c in PAIR_CHECKS}
         self.check_fail = torch.zeros((E, len(self.required)), dtype=torch.long, device=dev)
         # column of each relation's check among the required ones (the last, always False, when not required)
         col = [self.required.index(r.check) if r.check in self.required else len(self.required) for r in p.relations]
@@ -197,10 +242,7 @@ class FailureTally:
             if check not in failed or depth is None:
                 continue
             bad = failed[check] & (depth[keep] > self.problem.slack)
-            e, pair = env[bad], getattr(b, pair_field)[keep][bad].long()
-            flat = e * self.pair_min[check].shape[1] + pair
-            self.pair_fail[check].view(-1).index_add_(0, flat, torch.ones_like(flat))
-            self.pair_min[check].view(-1).scatter_reduce_(0, flat, depth[keep][bad].float(), reduce="amin")
+            self.pair_misses[check].add(env[bad], getattr(b, pair_field)[keep][bad].long(), depth[keep][bad])
         self._add_causes(v, env, keep, failed)
 
     def _add_causes(self, v, env: torch.Tensor, keep: torch.Tensor, failed: dict[str, torch.Tensor]) -> None:
@@ -255,17 +297,11 @@ class FailureTally:
                     out.append(ClosestMiss(cr.check, f"{cr.description}: {cr.kind.cause_text(cause[r])}",
                                            max(rel_min[r], 0.0), count, n, fenv[r]))
         for check, (_, _, text) in PAIR_CHECKS.items():
-            pair_fail = self.pair_fail[check][sel].sum(0).tolist()
-            if not any(pair_fail):
-                continue
-            pmin, penv = self.pair_min[check][sel].min(0)
-            pmin, penv = pmin.tolist(), sel[penv].tolist()
-            for k, count in enumerate(pair_fail):
-                if count:
-                    a, b = p.pair_names(k)
-                    named.add(check)
-                    touched.update({a, b})
-                    out.append(ClosestMiss(check, text.format(a=a, b=b), pmin[k], count, n, penv[k]))
+            for k, count, depth, env in zip(*self.pair_misses[check].over(sel, len(self.seen))):
+                a, b = p.pair_names(k)
+                named.add(check)
+                touched.update({a, b})
+                out.append(ClosestMiss(check, text.format(a=a, b=b), depth, count, n, env))
         for check, texts in self.cause_texts.items():
             fails = self.cause_fail[check][sel].sum(0).tolist()
             cmin, cenv = self.cause_min[check][sel].min(0)
