@@ -295,3 +295,22 @@ def test_every_shipped_example_passes_the_budgets():
         assert footprint_budget_violations(sc.movables, sc.fixed, p) == [], path
         n_rel = sum(len(a.get_relations()) for a in sc.movables)
         check_memory_budget(sc.n_mov, len(sc.fixed), n_rel, 1024, params(memory_budget_gb=2))
+
+
+@pytest.mark.slow
+def test_a_scene_whose_pairs_follow_the_rule_is_budgeted_without_rows_per_pair():
+    """3,000 boxes (4.5 million pairs): listed pairs would need 0.68 GB at the compile's peak, which a 0.4 GB
+    budget refuses; the scene keeps its pairs as the rule, so its estimate counts none and it compiles."""
+    import sys
+
+    sys.path.insert(0, os.path.join(ARENA_ROOT, "scripts"))
+    from bench_scale_refill import many_boxes
+
+    p = params(memory_budget_gb=0.4, max_objects=None)
+    listed = estimate_memory(3000, 1, 3000, 1, p)
+    ruled = estimate_memory(3000, 1, 3000, 1, p, listed_pairs=False)
+    assert listed.compile_host + listed.tables > 0.68e9 and ruled.compile_host + ruled.tables < 0.01e9
+    with pytest.raises(PlacementConfigError, match="compile 0.54 GB for 4,501,500 pairs"):
+        check_memory_budget(3000, 1, 3000, 1, p)
+    problem = ObjectPlacer(p).compile(many_boxes(3000), 1)
+    assert problem.tables.pair_rule == 1 and len(problem.pairs) == 3000 * 2999 // 2

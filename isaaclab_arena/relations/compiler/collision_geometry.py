@@ -260,7 +260,7 @@ def compile_pair_geometry(sc, pairs: np.ndarray, ints, local_lo, local_hi, devic
     fixed_pose = np.array([list(a.get_world_pose().position_xyz) + list(a.get_world_pose().rotation_xyzw)
                            for a in sc.fixed] or [[0.0] * 6 + [1.0]], np.float64)
     modes_of = [effective_mode(a, default) for a in objects]
-    rotation = [_rotation_kind(sc, k) for k in range(len(objects))]
+    rotation = [rotation_kind(sc, k) for k in range(len(objects))]
     modes = np.zeros((len(pairs), len(PairColumn)), np.int32)
     modes[:, PairColumn.TARGET] = -1
     out = PairGeometry(modes=modes, fixed_pose=fixed_pose)
@@ -366,7 +366,7 @@ def compile_pair_geometry(sc, pairs: np.ndarray, ints, local_lo, local_hi, devic
     return out
 
 
-def _rotation_kind(sc, k: int) -> str:
+def rotation_kind(sc, k: int) -> str:
     """'upright' (no turn, or quarter turns of a fixed object), 'yawed' (turns about Z only), or 'tilted'
     (roll/pitch, or RandomAroundSolution: the solver's grown axis-aligned bounds)."""
     a = sc.objects[k]
@@ -404,6 +404,13 @@ def box_pairs_first(pairs: np.ndarray, pair_f: np.ndarray, geo: PairGeometry, n_
         pairs, pair_f = pairs[order], pair_f[order]
         geo.pair_objects = pairs
     return pairs, pair_f, pair_lists(pairs, n_mov)
+
+
+def general_objects(geo: PairGeometry, pairs: np.ndarray, ints) -> set[int]:
+    """Objects in an OBB / MESH pair or the subject of a MESH support term (``ObjectFlag.GENERAL_PAIRS``);
+    ``ints``: the relation rows."""
+    turned = pairs[geo.modes[:, PairColumn.MODE] != 0]
+    return set(np.unique(turned).tolist()) | {ints[r].subject for r in geo.support_relations}
 
 
 def pair_lists(pairs: np.ndarray, n_mov: int) -> tuple[np.ndarray, np.ndarray]:

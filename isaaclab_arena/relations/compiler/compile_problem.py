@@ -8,7 +8,6 @@ frames env-local world, rotations xyzw.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -18,7 +17,12 @@ import warp as wp
 from isaaclab_arena.assets.asset import Background
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.object_reference import ObjectReference
-from isaaclab_arena.relations.compiler.collision_geometry import box_pairs_first, compile_pair_geometry, effective_mode
+from isaaclab_arena.relations.compiler.collision_geometry import (
+    box_pairs_first,
+    compile_pair_geometry,
+    general_objects,
+    effective_mode,
+)
 from isaaclab_arena.relations.kernels.geometry import ensure_warp, torch_stream
 from isaaclab_arena.relations.kernels.static_intervals import static_intervals
 from isaaclab_arena.relations.kernels.tables import (
@@ -43,8 +47,9 @@ from isaaclab_arena.relations.kinds import KIND_ID, KINDS, kind_of, priority_of
 from isaaclab_arena.relations.compiler.chain_room import ChainRooms, turns
 from isaaclab_arena.relations.kinds.kind import (ROW_WIDTH, KindRole, PackContext, PackedRelation, ParamRow,
                                                  RelationKind, RoomRow)
-from isaaclab_arena.relations.mesh import pack_mesh_tables
 from isaaclab_arena.relations.compiler.object_yaw import yaw_mode
+from isaaclab_arena.relations.compiler.device_arrays import device_array, no_mesh_tables
+from isaaclab_arena.relations.compiler.pair_rule import keeps_pair_rule, scene_pair_rule, set_rule_tables
 from isaaclab_arena.relations.compiler.pair_tables import box_pair_index, overlap_pairs, uses_sweep
 from isaaclab_arena.relations.mesh.sdf import MeshTables
 from isaaclab_arena.relations.compiler.placement_problem import (
@@ -256,15 +261,17 @@ class _SceneCompiler:
         kind_start = np.searchsorted(np.array([r.kind for r in ints], np.int64), np.arange(len(KINDS) + 1), side="left")
         return ints, floats, compiled, kind_start
 
-    def overlap_pairs(self):
-        """no_overlap pairs and their ``PairParam`` rows (``pair_tables.overlap_pairs``)."""
+    def overlap_pairs(self, listed: bool = True):
+        """no_overlap pairs and their ``PairParam`` rows (``pair_tables.overlap_pairs``); none unless ``listed``
+        (a scene whose pairs follow the rule)."""
+        if not listed:
+            return np.zeros((0, 2), np.int32), np.zeros((0, len(PairParam)), np.float32)
         return overlap_pairs(self.n_mov, self.n_all, self.fixed, self.solver_params, self.pinned, self.exempt,
                              self.pair_clearance)
 
     def object_rows(self, ints, adj, general=frozenset()):
-        """Per movable object: its ObjectColumn row, its ObjectParam row, and the flat projection and pair
-        lists the rows point into. ``adj``: the objects' pair lists (``collision_geometry.pair_lists``: flat
-        indices and each object's start), which the rows point into as they are."""
+        """Per movable object: its ObjectColumn row, its ObjectParam row, and the flat projection and pair lists
+        the rows point into (``adj``: ``collision_geometry.pair_lists``, flat indices and each object's start)."""
         order = _parents_first(self.movables)
         rank = [0] * self.n_mov
         for pos, k in enumerate(order):
@@ -338,18 +345,6 @@ class _SceneCompiler:
         return InitExact.UNLESS_REPAIRED if moves_parent else InitExact.EVERY
 
 
-def _device_array(values, dtype, width, device, keep):
-    npd = np.int32 if dtype in (int, vec6i, vec12i, wp.vec2i) else np.float32
-    if width is not None and isinstance(values, list) and values:  # rows of Python numbers: a flat read is faster
-        values = np.fromiter(itertools.chain.from_iterable(values), npd, len(values) * width).reshape(-1, width)
-    values = np.asarray(values, dtype=npd)
-    if values.size == 0:
-        values = np.zeros((1,) if width is None else (1, width), dtype=npd)
-    a = wp.array(values, dtype=dtype, device=device)
-    keep.append(a)
-    return a
-
-
 def compile_placement_problem(assets, num_envs: int, placement_seed: int, placer_params,
                               device: str = "cpu") -> PlacementProblem:
     """Checks the scene (restrictions, collision modes, anchors) and compiles it.
@@ -384,20 +379,21 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
     check_footprint_budget(budget_movables(sc.movables), sc.fixed, placer_params)  # a pool counts k_max members
     _tick(bar, "scene checked")
     n_relations = sum(1 for a in sc.movables for rel in a.get_relations() if kind_of(rel) is not None)
-    check_memory_budget(sc.n_mov, len(sc.fixed), n_relations, num_envs, placer_params, device)
+    check_memory_budget(sc.n_mov, len(sc.fixed), n_relations, num_envs, placer_params, device,
+                        listed_pairs=not keeps_pair_rule(sc))
     local_lo, local_hi, fixed_lo, fixed_hi = sc.geometry()
     n_fix = len(sc.fixed)
     check_scene_lengths(sc.movables, fixed_lo[:, :n_fix].reshape(-1, 3), fixed_hi[:, :n_fix].reshape(-1, 3))
     _tick(bar, "geometry")
     ints, floats, compiled, kind_start = sc.relation_rows()
     _tick(bar, "relations")
-    pairs, pair_f = sc.overlap_pairs()  # (P, 2) int32 object indices, (P, 4) float32 PairParam rows
+    rule = scene_pair_rule(sc)  # large box scenes: pairs derived from per-object rows, none listed
+    pairs, pair_f = sc.overlap_pairs(listed=rule is None)  # (P, 2) int32 object indices, (P, 4) PairParam rows
     _tick(bar, "pairs")
     geo = compile_pair_geometry(sc, pairs, ints, local_lo, local_hi, device)
     pairs, pair_f, adj = box_pairs_first(pairs, pair_f, geo, sc.n_mov)
     _tick(bar, "pair geometry")
-    general = (set(np.unique(pairs[geo.modes[:, PairColumn.MODE] != 0]).tolist())
-               | {ints[r].subject for r in geo.support_relations})
+    general = general_objects(geo, pairs, ints)
     obj_i, obj_f, proj_flat, adj_flat, rank = sc.object_rows(ints, adj, general)
     _tick(bar, "objects")
     sp = placer_params.solver_params
@@ -406,40 +402,44 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
         lo_t, hi_t, fixed_lo_t, fixed_hi_t = tensors = [torch.tensor(t, dtype=torch.float32, device=device)
                                                          for t in (local_lo, local_hi, fixed_lo, fixed_hi)]
         T = SceneTables()
-        T.n_mov, T.n_all, T.n_pairs = sc.n_mov, sc.n_all, len(pairs)
+        T.n_mov, T.n_all, T.n_pairs = sc.n_mov, sc.n_all, len(pairs if rule is None else rule)
         T.init_exact = int(sc.init_exact(ints, obj_i, rank))
         T.local_lo, T.local_hi, T.fixed_lo, T.fixed_hi = (wp.from_torch(t, dtype=wp.vec3) for t in tensors)
         keep += [T.local_lo, T.local_hi, T.fixed_lo, T.fixed_hi]
         T.room = wp.array(sc.room_table(local_lo, local_hi), dtype=RoomRow, device=device)
         keep.append(T.room)
-        T.kind_start = _device_array(kind_start, int, None, device, keep)
-        T.obj_i = _device_array(obj_i, vec12i, 12, device, keep)
-        T.obj_f = _device_array(obj_f, vec10f, 10, device, keep)
-        T.rel_i = _device_array(ints, vec6i, 6, device, keep)
-        T.rel_f = _device_array(floats, ParamRow, ROW_WIDTH, device, keep)
-        T.proj = _device_array(proj_flat, int, None, device, keep)
-        T.adj = _device_array(adj_flat, int, None, device, keep)
-        T.n_box_pairs = int(np.count_nonzero(geo.modes[:, PairColumn.MODE] == 0))
-        T.pair_i = _device_array(pairs, wp.vec2i, 2, device, keep)
-        T.pair_f = _device_array(pair_f, wp.vec4, 4, device, keep)
-        T.pair_m = _device_array(geo.modes, wp.vec2i, 2, device, keep)
+        T.kind_start = device_array(kind_start, int, None, device, keep)
+        T.obj_i = device_array(obj_i, vec12i, 12, device, keep)
+        T.obj_f = device_array(obj_f, vec10f, 10, device, keep)
+        T.rel_i = device_array(ints, vec6i, 6, device, keep)
+        T.rel_f = device_array(floats, ParamRow, ROW_WIDTH, device, keep)
+        T.proj = device_array(proj_flat, int, None, device, keep)
+        T.adj = device_array(adj_flat, int, None, device, keep)
+        T.n_box_pairs = int(np.count_nonzero(geo.modes[:, PairColumn.MODE] == 0)) if rule is None else len(rule)
+        T.pair_i = device_array(pairs, wp.vec2i, 2, device, keep)
+        T.pair_f = device_array(pair_f, wp.vec4, 4, device, keep)
+        T.pair_m = device_array(geo.modes, wp.vec2i, 2, device, keep)
         T.fixed_pose = wp.array(geo.fixed_pose.astype(np.float32), dtype=wp.transform, device=device)
-        mesh = geo.mesh if geo.mesh is not None else _no_mesh(device)
+        mesh = geo.mesh if geo.mesh is not None else no_mesh_tables(device)
         T.mesh = wp.array([mesh.tables], dtype=MeshTables, device=device)
         T.n_support = geo.n_support
         keep += [T.fixed_pose, T.mesh, mesh]
         T.pair_w = float(sp.collision_strategy.slope)
         T.slack = VALIDATION_SLACK_M
         T.sweep = int(uses_sweep(sc.n_mov))
-        pair_of = box_pair_index(pairs, T.n_box_pairs, sc.n_mov, sc.n_all) if T.sweep else np.full((1, 1), -1, np.int32)
+        pair_of = (box_pair_index(pairs, T.n_box_pairs, sc.n_mov, sc.n_all) if T.sweep and rule is None
+                   else np.full((1, 1), -1, np.int32))
         T.pair_of = wp.array(pair_of, dtype=int, device=device)
-        T.sweep_pad = float(pair_f[:T.n_box_pairs, PairParam.CLEARANCE].max(initial=0.0))
         keep.append(T.pair_of)
+        box_clearances = pair_f[:T.n_box_pairs, PairParam.CLEARANCE]
+        T.sweep_pad = rule.max_clearance() if rule else float(box_clearances.max(initial=0.0))
+        set_rule_tables(T, rule, sp.clearance_m, device, keep)
         T.static_iv = static_intervals(T, obj_i, num_envs, device)
         T.plain = int(plain_scene(T, obj_i))
         keep.append(T.static_iv)
-        checkpoints = _device_array(list(sp.get_checkpoints()), int, None, device, keep)
-    clearance = {"clearance"} if bool((pair_f[:, PairParam.CLEARANCE] > 0).any()) else set()  # judged on pairs with a clearance
+        checkpoints = device_array(list(sp.get_checkpoints()), int, None, device, keep)
+    any_clearance = (pair_f[:, PairParam.CLEARANCE] > 0).any() if rule is None else rule.max_clearance() > 0
+    clearance = {"clearance"} if bool(any_clearance) else set()  # judged on pairs with a clearance
     present = frozenset({"no_overlap"} | clearance | {c.check for c in compiled if c.check})
     targets = _reachability_targets(assets, sc)
     pools = compile_pools(assets, [a.name for a in sc.movables], [a.name for a in sc.fixed], device)
@@ -447,7 +447,7 @@ def _compile(assets, num_envs: int, placement_seed: int, placer_params, device: 
     problem = PlacementProblem(
         device=device, num_envs=num_envs, placement_seed=placement_seed,
         object_names=[a.name for a in sc.movables], fixed_names=[a.name for a in sc.fixed], relations=compiled,
-        pairs=pairs, local_lo=lo_t, local_hi=hi_t, fixed_lo=fixed_lo_t, fixed_hi=fixed_hi_t,
+        pairs=pairs if rule is None else rule, local_lo=lo_t, local_hi=hi_t, fixed_lo=fixed_lo_t, fixed_hi=fixed_hi_t,
         tables=T,
         checkpoints=checkpoints, checks_present=present, reachability_targets=targets,
         fixed_origins=torch.tensor([list(a.get_world_pose().position_xyz) for a in sc.fixed], dtype=torch.float32,
@@ -469,16 +469,6 @@ def _reachability_targets(assets, sc: _SceneCompiler) -> tuple[str, ...]:
                                        "a relation (e.g. On(table)) or an initial_pose")
         targets.append(a.name)
     return tuple(targets)
-
-
-_empty_mesh: dict = {}
-
-
-def _no_mesh(device: str):
-    """A MESH table of no geometry (the placeholder of scenes whose pairs are all boxes), shared per device."""
-    if device not in _empty_mesh:
-        _empty_mesh[device] = pack_mesh_tables([], np.full((1, 1), -1), device)
-    return _empty_mesh[device]
 
 
 def _relation_key(relation) -> tuple:

@@ -12,6 +12,14 @@ from isaaclab_arena.relations.compiler.collision_geometry import effective_mode
 from isaaclab_arena.relations.kernels.tables import PairParam
 
 
+def fixed_colliders(n_mov: int, fixed: list, solver_params) -> np.ndarray:
+    """Object indices of the fixed objects a placed one may collide with (a Background only with MESH collision),
+    increasing (int64)."""
+    default = solver_params.collision_mode
+    return np.array([n_mov + f for f, a in enumerate(fixed)
+                     if not isinstance(a, Background) or effective_mode(a, default) == CollisionMode.MESH], np.int64)
+
+
 def overlap_pairs(n_mov: int, n_objects: int, fixed: list, solver_params, pinned_movable: np.ndarray,
                   exempt: set[tuple[int, int]],
                   pair_clearance: dict[tuple[int, int], float]) -> tuple[np.ndarray, np.ndarray]:
@@ -26,10 +34,7 @@ def overlap_pairs(n_mov: int, n_objects: int, fixed: list, solver_params, pinned
         pinned_movable: (n_mov, 3) bool, axes along which a movable object's relations pin it.
         exempt: (i, j) pairs, i < j, that are not kept apart (e.g. an object and its support).
         pair_clearance: (i, j) -> clearance in metres of pairs with a clearance of their own."""
-    default = solver_params.collision_mode
-    colliders = np.array([n_mov + f for f, a in enumerate(fixed)
-                          if not isinstance(a, Background) or effective_mode(a, default) == CollisionMode.MESH],
-                         np.int64)
+    colliders = fixed_colliders(n_mov, fixed, solver_params)
     candidates = np.concatenate([np.arange(n_mov, dtype=np.int64), colliders])
     # row i keeps the movables after i and every collider; nonzero() keeps that order
     keep = np.ones((n_mov, len(candidates)), bool)

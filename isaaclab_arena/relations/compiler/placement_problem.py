@@ -13,6 +13,7 @@ import numpy as np
 import torch
 import warp as wp
 
+from isaaclab_arena.relations.compiler.pair_rule import RulePairs
 from isaaclab_arena.relations.kernels.tables import SceneTables
 from isaaclab_arena.relations.kinds.kind import RelationKind
 from isaaclab_arena.relations.relation_base import RelationBase
@@ -63,7 +64,8 @@ class PlacementProblem:
         fixed_names: Anchors and passive obstacles (never moved), after the movables in object indices.
         relations: Every compiled relation; ``rid`` indexes the per-relation violation columns.
         pairs: (P, 2) int32 numpy array: the (i, j) object-index pairs checked by no_overlap (i movable), in the
-            kernels' order (axis-aligned pairs first); pair ``k`` of the outputs (``ov_pair``) is row k.
+            kernels' order (axis-aligned pairs first); pair ``k`` of the outputs (``ov_pair``) is row k. A large box
+            scene keeps them as the rule (``pair_rule.RulePairs``: ``len``, ``pairs[k]``, ``np.asarray(pairs)``).
         local_lo / local_hi: (E, n_all, 3) local bounds per env, metres.
         fixed_lo / fixed_hi: (E, n_fixed, 3) world AABBs of the fixed objects, metres.
         tables: The warp struct the kernels read.
@@ -80,7 +82,7 @@ class PlacementProblem:
     object_names: list[str]
     fixed_names: list[str]
     relations: list[CompiledRelation]
-    pairs: np.ndarray
+    pairs: np.ndarray | RulePairs
     local_lo: torch.Tensor
     local_hi: torch.Tensor
     fixed_lo: torch.Tensor
@@ -100,7 +102,8 @@ class PlacementProblem:
     @property
     def collision_objects(self) -> list[CollisionObject]:
         """What ``validate_batch(batch, collision_objects)`` receives."""
-        used = np.unique(self.pairs).tolist()
+        pairs = self.pairs
+        used = pairs.objects() if isinstance(pairs, RulePairs) else np.unique(pairs).tolist()
         names = self.all_names
         return [CollisionObject(names[k], k, k < self.num_objects) for k in used]
 
@@ -124,7 +127,7 @@ class PlacementProblem:
     def pair_mode(self, k: int) -> str:
         """How pair k is measured: 'aabb', 'obb' (boxes turned about Z) or 'mesh'."""
         g = self.pair_geometry
-        if g is None or not g.mode(k):
+        if g is None or k >= len(g.modes) or not g.mode(k):  # pairs by rule have no mode rows: all boxes
             return "aabb"
         return "mesh" if k in g.mesh_pairs else "obb"
 

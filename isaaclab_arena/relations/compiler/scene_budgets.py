@@ -75,9 +75,11 @@ class MemoryEstimate:
         return self.tables + self.batch + self.tally
 
 
-def estimate_memory(n_mov: int, n_colliders: int, n_relations: int, num_envs: int, placer_params) -> MemoryEstimate:
+def estimate_memory(n_mov: int, n_colliders: int, n_relations: int, num_envs: int, placer_params,
+                    listed_pairs: bool = True) -> MemoryEstimate:
     """The allocation of a scene of ``n_mov`` placed objects, ``n_colliders`` fixed objects they may collide with
-    and ``n_relations`` relations, over ``num_envs`` envs (an upper bound: no pair counted as exempt)."""
+    and ``n_relations`` relations, over ``num_envs`` envs (an upper bound: no pair counted as exempt).
+    ``listed_pairs`` False: the scene keeps its pairs as the rule (``compiler/pair_rule.py``), no row per pair."""
     pairs = n_mov * (n_mov - 1) // 2 + n_mov * n_colliders
     n_all = n_mov + n_colliders
     # a solve batch: ``place()`` solves max_placement_attempts candidates per env, a pool fill
@@ -89,8 +91,9 @@ def estimate_memory(n_mov: int, n_colliders: int, n_relations: int, num_envs: in
     # the tally's pairs: at most one entry per candidate and pair check, over every batch of a fill
     misses = min(candidates * placer_params.max_placement_attempts, num_envs * pairs)
     tally = TALLY_BYTES_PER_MISS * misses + TALLY_BYTES_PER_RELATION * num_envs * n_relations
-    return MemoryEstimate(pairs, candidates, COMPILE_BYTES_PER_PAIR * pairs + GEOMETRY_BYTES * num_envs * n_all,
-                          32 * pairs, batch, tally)
+    listed = pairs if listed_pairs else 0
+    return MemoryEstimate(pairs, candidates, COMPILE_BYTES_PER_PAIR * listed + GEOMETRY_BYTES * num_envs * n_all,
+                          32 * listed, batch, tally)
 
 
 def available_host_bytes() -> int | None:
@@ -128,11 +131,11 @@ def _gb(b: float) -> str:
 
 
 def check_memory_budget(n_mov: int, n_colliders: int, n_relations: int, num_envs: int, placer_params,
-                        device: str = "cpu") -> MemoryEstimate:
+                        device: str = "cpu", listed_pairs: bool = True) -> MemoryEstimate:
     """Raises ``PlacementConfigError`` (one line) when ``estimate_memory`` exceeds the budget: on the CPU the whole
     estimate against the host's; on CUDA the compile's host part against the host's and the rest against the
     device's. Returns the estimate."""
-    est = estimate_memory(n_mov, n_colliders, n_relations, num_envs, placer_params)
+    est = estimate_memory(n_mov, n_colliders, n_relations, num_envs, placer_params, listed_pairs)
     override = placer_params.memory_budget_gb
     cuda = str(device).startswith("cuda")
     checks = [("host", est.compile_host + (0 if cuda else est.device), available_host_bytes())]

@@ -95,27 +95,30 @@ def first_at_or_after(S: CandidateState, b: int, count: int, x: float) -> int:
 
 
 @wp.func
-def next_box_pair(sweep: int, n_box_pairs: int, n_mov: int, n_all: int, order: wp.array2d(dtype=int),
+def next_box_pair(sweep: int, rule: int, n_box_pairs: int, n_mov: int, n_all: int, order: wp.array2d(dtype=int),
                   key: wp.array2d(dtype=float), x: wp.array2d(dtype=wp.vec3), olo: wp.array2d(dtype=wp.vec3),
                   ohi: wp.array2d(dtype=wp.vec3), pair_of: wp.array2d(dtype=int), b: int, pad: float, a: int, t: int,
                   reach: float):
-    """The next axis-aligned pair a candidate's loop visits: ``(k, a, t, reach)`` with k the pair index, -1 when
-    the walk is over. Call with ``a = 0, t = -1`` first (the list is sorted then), then with the returned cursor.
+    """The next axis-aligned pair a candidate's loop visits: ``(k, a, t, reach, i, j)`` with k the pair index, -1
+    when the walk is over. Call with ``a = 0, t = -1`` first (the list is sorted then), then with the returned cursor.
 
-    Without the broad phase (``sweep`` 0): k = t, every pair in index order. With it: for each placed object at
-    list position a, the placed objects after it in the list whose low X is within its high X plus ``pad`` (m),
-    then the fixed objects it forms a pair with. It takes the arrays it reads, not the scene tables and state
-    (which warp copies by value to a function that is not inlined)."""
+    Without the broad phase (``sweep`` 0): k = t, every pair in index order. With it: for each placed object i at
+    list position a, the placed objects j after it in the list whose low X is within its high X plus ``pad`` (m),
+    then the fixed objects j it forms a pair with. With pairs by ``rule`` (``kernels/pair_rule.py``) k is 0 for
+    every such (i, j), a pair or not: the caller asks the rule. It takes the arrays it reads, not the scene tables
+    and state (which warp copies by value to a function that is not inlined)."""
     if t < 0:
         t = 0
         if sweep != 0:
             sort_list(order, key, x, olo, b, n_mov)
     k = int(-1)
+    i = int(-1)
+    j = int(-1)
     if sweep == 0:
         if t < n_box_pairs:
             k = t
             t += 1
-        return k, a, t, reach
+        return k, a, t, reach, i, j
     while k < 0 and a < n_mov:
         i = order[b, a]
         if t == 0:  # a new object of the list: its reach along X
@@ -123,17 +126,23 @@ def next_box_pair(sweep: int, n_box_pairs: int, n_mov: int, n_all: int, order: w
             reach = x[b, i][0] + ohi[b, i][0] + pad
         if t < n_mov:
             if key[b, t] <= reach:
-                k = pair_of[i, order[b, t]]
+                j = order[b, t]
+                k = 0
+                if rule == 0:
+                    k = pair_of[i, j]
                 t += 1
             else:
                 t = n_mov  # past its reach: the fixed objects next
         elif t < n_all:
-            k = pair_of[i, t]
+            j = t
+            k = 0
+            if rule == 0:
+                k = pair_of[i, t]
             t += 1
         else:
             a += 1
             t = 0
-    return k, a, t, reach
+    return k, a, t, reach, i, j
 
 
 @wp.func

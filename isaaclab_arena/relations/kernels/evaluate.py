@@ -7,6 +7,7 @@ import warp as wp
 
 from isaaclab_arena.relations.kernels.broad_phase import next_box_pair
 from isaaclab_arena.relations.kernels.geometry import BIG, overlap_depth, parked
+from isaaclab_arena.relations.kernels.pair_rule import pair_number, rule_pair_of
 from isaaclab_arena.relations.kernels.pair_terms import pair_term, support_term
 from isaaclab_arena.relations.kernels.rows import WEIGHT
 from isaaclab_arena.relations.kernels.tables import (
@@ -44,10 +45,12 @@ def passes(excess: float, slack: float) -> bool:
     return excess <= slack
 
 
-def _evaluate_candidate(general: bool):
-    """The evaluation function; ``general`` adds the OBB / MESH pairs and the MESH support terms (a variant
-    of its own, so that box scenes' kernels keep the smaller function the CPU compiler inlines)."""
-    suffix = "_general" if general else ""
+def _evaluate_candidate(general: bool, rule: bool = False):
+    """The evaluation function; ``general`` adds the OBB / MESH pairs and the MESH support terms, ``rule`` finds
+    the axis-aligned pairs by rule (``SceneTables.pair_rule``, ``kernels/pair_rule.py``) instead of in the listed
+    tables (variants of their own, so that box scenes' kernels keep the smaller function the CPU compiler inlines:
+    the rule's loop beside the listed one made boxes3's finalize kernel 2x slower)."""
+    suffix = ("_general" if general else "") + ("_rule" if rule else "")
 
     @wp.func(name="evaluate_candidate" + suffix)
     def evaluate_candidate(T: SceneTables, S: CandidateState, b: int, e: int, write: int, O: SolveOutputs) -> float:
@@ -67,26 +70,48 @@ def _evaluate_candidate(general: bool):
         a = int(0)
         t = int(-1)
         reach = float(0.0)
-        while True:
-            k, a, t, reach = next_box_pair(T.sweep, T.n_box_pairs, T.n_mov, T.n_all, S.order, S.key, S.x, S.olo,
-                                           S.ohi, T.pair_of, b, T.sweep_pad, a, t, reach)
-            if k < 0:
-                break
-            ij = T.pair_i[k]
-            lo_i, hi_i = obj_bounds(T, S, b, e, ij[0])
-            lo_j, hi_j = obj_bounds(T, S, b, e, ij[1])
-            d = overlap_depth(lo_i, hi_i, lo_j, hi_j, 0.0)
-            if d > worst:
-                worst = d
-                wk = k
-            # the clearance-grown depth: the same as overlap_depth with the clearance (rounding is monotone, so
-            # the least axis plus the clearance is the least of the axes plus it, bit for bit)
-            dc = d + T.pair_f[k][PF_CLEARANCE]
-            if dc > 0.0:
-                loss += T.pair_w * dc
-            if ij[1] < T.n_mov and dc > worst_c:  # clearance: pairs of two relation-placed objects
-                worst_c = dc
-                wkc = k
+        if not wp.static(rule):
+            while True:
+                k, a, t, reach, vi, vj = next_box_pair(T.sweep, 0, T.n_box_pairs, T.n_mov, T.n_all, S.order, S.key,
+                                                       S.x, S.olo, S.ohi, T.pair_of, b, T.sweep_pad, a, t, reach)
+                if k < 0:
+                    break
+                ij = T.pair_i[k]
+                lo_i, hi_i = obj_bounds(T, S, b, e, ij[0])
+                lo_j, hi_j = obj_bounds(T, S, b, e, ij[1])
+                d = overlap_depth(lo_i, hi_i, lo_j, hi_j, 0.0)
+                if d > worst:
+                    worst = d
+                    wk = k
+                # the clearance-grown depth: the same as overlap_depth with the clearance (rounding is monotone,
+                # so the least axis plus the clearance is the least of the axes plus it, bit for bit)
+                dc = d + T.pair_f[k][PF_CLEARANCE]
+                if dc > 0.0:
+                    loss += T.pair_w * dc
+                if ij[1] < T.n_mov and dc > worst_c:  # clearance: pairs of two relation-placed objects
+                    worst_c = dc
+                    wkc = k
+        if wp.static(rule):  # pairs by rule: the sweep's (i, j) that are pairs, as above, numbered as listed
+            while True:
+                k, a, t, reach, vi, vj = next_box_pair(T.sweep, 1, T.n_box_pairs, T.n_mov, T.n_all, S.order, S.key,
+                                                       S.x, S.olo, S.ohi, T.pair_of, b, T.sweep_pad, a, t, reach)
+                if k < 0:
+                    break
+                ok, i, j, clearance, axes = rule_pair_of(T.rule_i, T.rule_ex, T.rule_clj, T.rule_clv, T.clearance,
+                                                         vi, vj)
+                if ok:
+                    lo_i, hi_i = obj_bounds(T, S, b, e, i)
+                    lo_j, hi_j = obj_bounds(T, S, b, e, j)
+                    d = overlap_depth(lo_i, hi_i, lo_j, hi_j, 0.0)
+                    if d > worst:
+                        worst = d
+                        wk = pair_number(T.n_mov, T.rule_i, T.rule_row, T.rule_ex, i, j)
+                    dc = d + clearance
+                    if dc > 0.0:
+                        loss += T.pair_w * dc
+                    if j < T.n_mov and dc > worst_c:
+                        worst_c = dc
+                        wkc = pair_number(T.n_mov, T.rule_i, T.rule_row, T.rule_ex, i, j)
         if wp.static(general):
             for k in range(T.n_box_pairs, T.n_pairs):  # boxes turned about Z, or MESH: depth grows with the clearance
                 pc = T.pair_f[k][PF_CLEARANCE]
@@ -158,3 +183,5 @@ def _evaluate_candidate(general: bool):
 evaluate_candidate = _evaluate_candidate(False)
 #: Scenes with OBB / MESH pairs or MESH support terms.
 evaluate_candidate_general = _evaluate_candidate(True)
+#: Scenes whose pairs follow the rule (large scenes of axis-aligned boxes).
+evaluate_candidate_rule = _evaluate_candidate(False, rule=True)

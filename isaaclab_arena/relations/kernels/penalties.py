@@ -7,11 +7,11 @@ import warp as wp
 
 from isaaclab_arena.relations.kernels.broad_phase import next_box_pair
 from isaaclab_arena.relations.kernels.geometry import BIG, box_overlaps, parked, unit, vmin3
+from isaaclab_arena.relations.kernels.pair_rule import rule_pair_of
 from isaaclab_arena.relations.kernels.pair_terms import allowed_axes, pair_term, push_pair, support_term
 from isaaclab_arena.relations.kernels.projection import carrier, parent_residual
 from isaaclab_arena.relations.kernels.rows import WEIGHT
 from isaaclab_arena.relations.kernels.tables import (
-    PF_AXES,
     PF_CLEARANCE,
     RI_AXIS,
     RI_CHILD,
@@ -26,12 +26,12 @@ from isaaclab_arena.relations.kinds.dispatch import INTERVAL_END, PENALTY_END, r
 
 
 @wp.func
-def pair_push(T: SceneTables, S: CandidateState, b: int, k: int, i: int, j: int, o: wp.vec3, lo_i: wp.vec3,
-              hi_i: wp.vec3, lo_j: wp.vec3, hi_j: wp.vec3):
-    """Adds the push of overlapping pair k to S.g: along the least-overlapping allowed axis on which one of
-    the two can still move apart (else the least-overlapping allowed axis); an object that cannot move
-    that way itself passes the push to the movable parent that carries it."""
-    pf = T.pair_f[k]
+def pair_push(T: SceneTables, S: CandidateState, b: int, axes: wp.vec3, i: int, j: int, o: wp.vec3,
+              lo_i: wp.vec3, hi_i: wp.vec3, lo_j: wp.vec3, hi_j: wp.vec3):
+    """Adds the push of overlapping pair (i, j) to S.g: along the least-overlapping allowed axis (``axes``: 1.0
+    where a push may move the pair apart) on which one of the two can still move apart (else the least-overlapping
+    allowed axis); an object that cannot move that way itself passes the push to the movable parent that carries
+    it."""
     best_free = float(BIG)
     best_any = float(BIG)
     k_free = int(-1)
@@ -39,7 +39,7 @@ def pair_push(T: SceneTables, S: CandidateState, b: int, k: int, i: int, j: int,
     s_free = float(1.0)
     s_any = float(1.0)
     for a in range(3):
-        if pf[PF_AXES + a] > 0.0:
+        if axes[a] > 0.0:
             sa = float(1.0)
             if (lo_i[a] + hi_i[a]) - (lo_j[a] + hi_j[a]) < 0.0:
                 sa = -1.0
@@ -68,11 +68,12 @@ def pair_push(T: SceneTables, S: CandidateState, b: int, k: int, i: int, j: int,
         S.g[b, cj] = S.g[b, cj] + push
 
 
-def _penalties(general: bool):
-    """The penalty function; ``general`` adds the OBB / MESH pairs and the MESH support terms (box scenes'
-    kernels keep the smaller function, which the CPU compiler inlines: an out-of-line call copies the scene
-    tables and candidate state, which warp passes by value)."""
-    suffix = "_general" if general else ""
+def _penalties(general: bool, rule: bool = False):
+    """The penalty function; ``general`` adds the OBB / MESH pairs and the MESH support terms, ``rule`` finds the
+    axis-aligned pairs by rule (``kernels/pair_rule.py``) instead of in the listed tables (box scenes' kernels keep
+    the smaller function, which the CPU compiler inlines: an out-of-line call copies the scene tables and
+    candidate state, which warp passes by value)."""
+    suffix = ("_general" if general else "") + ("_rule" if rule else "")
 
     @wp.func(name="penalties" + suffix)
     def penalties(T: SceneTables, S: CandidateState, b: int, e: int, check_level: int, margin: float,
@@ -89,25 +90,46 @@ def _penalties(general: bool):
         a = int(0)
         t = int(-1)
         reach = float(0.0)
-        while True:
-            k, a, t, reach = next_box_pair(T.sweep, T.n_box_pairs, T.n_mov, T.n_all, S.order, S.key, S.x, S.olo,
-                                           S.ohi, T.pair_of, b, T.sweep_pad + wp.max(margin, 0.0), a, t, reach)
-            if k < 0:
-                break
-            ij = T.pair_i[k]
-            i = ij[0]
-            j = ij[1]
-            lo_i, hi_i = obj_bounds(T, S, b, e, i)
-            lo_j, hi_j = obj_bounds(T, S, b, e, j)
-            c = T.pair_f[k][PF_CLEARANCE]
-            if check_level != 0 and j >= T.n_mov:
-                c = 0.0  # the checks: a fixed object may be touched (no_overlap); two placed ones keep clearance
-            o = box_overlaps(lo_i, hi_i, lo_j, hi_j, c)
-            d = vmin3(o)
-            vmax = wp.max(vmax, d)
-            loss += T.pair_w * wp.max(d, 0.0)
-            if accumulate != 0 and d + margin > 0.0:
-                pair_push(T, S, b, k, i, j, o, lo_i, hi_i, lo_j, hi_j)
+        if not wp.static(rule):
+            while True:
+                k, a, t, reach, vi, vj = next_box_pair(T.sweep, 0, T.n_box_pairs, T.n_mov, T.n_all, S.order, S.key,
+                                                       S.x, S.olo, S.ohi, T.pair_of, b,
+                                                       T.sweep_pad + wp.max(margin, 0.0), a, t, reach)
+                if k < 0:
+                    break
+                ij = T.pair_i[k]
+                i = ij[0]
+                j = ij[1]
+                lo_i, hi_i = obj_bounds(T, S, b, e, i)
+                lo_j, hi_j = obj_bounds(T, S, b, e, j)
+                c = T.pair_f[k][PF_CLEARANCE]
+                if check_level != 0 and j >= T.n_mov:
+                    c = 0.0  # the checks: a fixed object may be touched (no_overlap); two placed ones keep clearance
+                o = box_overlaps(lo_i, hi_i, lo_j, hi_j, c)
+                d = vmin3(o)
+                vmax = wp.max(vmax, d)
+                loss += T.pair_w * wp.max(d, 0.0)
+                if accumulate != 0 and d + margin > 0.0:
+                    pair_push(T, S, b, allowed_axes(T, k), i, j, o, lo_i, hi_i, lo_j, hi_j)
+        if wp.static(rule):  # pairs by rule: the sweep's (i, j) that are pairs, as above
+            while True:
+                k, a, t, reach, vi, vj = next_box_pair(T.sweep, 1, T.n_box_pairs, T.n_mov, T.n_all, S.order, S.key,
+                                                       S.x, S.olo, S.ohi, T.pair_of, b,
+                                                       T.sweep_pad + wp.max(margin, 0.0), a, t, reach)
+                if k < 0:
+                    break
+                ok, i, j, c, axes = rule_pair_of(T.rule_i, T.rule_ex, T.rule_clj, T.rule_clv, T.clearance, vi, vj)
+                if ok:
+                    lo_i, hi_i = obj_bounds(T, S, b, e, i)
+                    lo_j, hi_j = obj_bounds(T, S, b, e, j)
+                    if check_level != 0 and j >= T.n_mov:
+                        c = 0.0
+                    o = box_overlaps(lo_i, hi_i, lo_j, hi_j, c)
+                    d = vmin3(o)
+                    vmax = wp.max(vmax, d)
+                    loss += T.pair_w * wp.max(d, 0.0)
+                    if accumulate != 0 and d + margin > 0.0:
+                        pair_push(T, S, b, axes, i, j, o, lo_i, hi_i, lo_j, hi_j)
         if wp.static(general):
             for k in range(T.n_box_pairs, T.n_pairs):  # boxes turned about Z, or MESH
                 ij = T.pair_i[k]
@@ -175,6 +197,7 @@ def _penalties(general: bool):
 
 penalties = _penalties(False)
 penalties_general = _penalties(True)
+penalties_rule = _penalties(False, rule=True)
 
 
 @wp.func

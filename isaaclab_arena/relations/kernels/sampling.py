@@ -12,6 +12,7 @@ from isaaclab_arena.relations.kernels.geometry import (
     vmin3,
 )
 from isaaclab_arena.relations.kernels.broad_phase import first_at_or_after
+from isaaclab_arena.relations.kernels.pair_rule import rule_pair_of
 from isaaclab_arena.relations.kernels.pair_terms import pair_term, support_term
 from isaaclab_arena.relations.kernels.penalties import worst_penalty_subject
 from isaaclab_arena.relations.kernels.projection import draw_pose
@@ -78,32 +79,50 @@ def placed_penetration(T: SceneTables, S: CandidateState, b: int, e: int, i: int
     return total
 
 
-@wp.func
-def placed_penetration_sweep(T: SceneTables, S: CandidateState, b: int, e: int, i: int, count: int,
-                             wmax: float) -> float:
-    """``placed_penetration`` through the broad phase (``T.sweep``): the placed objects are the first ``count``
-    entries of the candidate's sorted list (``broad_phase.sweep_insert``), ``wmax`` their largest X extent (m);
-    only those whose X range comes within the largest clearance of i's are measured, then i's fixed pairs."""
-    total = float(0.0)
-    lo_i, hi_i = obj_bounds(T, S, b, e, i)
-    pad = T.sweep_pad
-    m = first_at_or_after(S, b, count, lo_i[0] - pad - wmax)
-    end = count + T.n_all - T.n_mov  # list positions, then the fixed objects
-    while m < end:
-        j = T.n_mov + m - count
-        if m < count:
-            j = S.order[b, m]
-            if S.key[b, m] > hi_i[0] + pad:  # the rest of the list lies beyond reach
-                j = -1
-                m = count - 1
-        m += 1
-        k = int(-1)
-        if j >= 0:
-            k = T.pair_of[i, j]
-        if k >= 0:
-            lo_j, hi_j = obj_bounds(T, S, b, e, j)
-            total += wp.max(vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][PF_CLEARANCE])), 0.0)
-    return total
+def _placed_penetration_sweep(rule: bool):
+    """``placed_penetration`` through the broad phase; ``rule``: the pairs follow the rule (``kernels/pair_rule.py``,
+    a variant of its own: the listed scenes' function stays as it was)."""
+
+    @wp.func(name="placed_penetration_sweep" + ("_rule" if rule else ""))
+    def placed_penetration_sweep(T: SceneTables, S: CandidateState, b: int, e: int, i: int, count: int,
+                                 wmax: float) -> float:
+        """``placed_penetration`` through the broad phase (``T.sweep``): the placed objects are the first ``count``
+        entries of the candidate's sorted list (``broad_phase.sweep_insert``), ``wmax`` their largest X extent (m);
+        only those whose X range comes within the largest clearance of i's are measured, then i's fixed pairs."""
+        total = float(0.0)
+        lo_i, hi_i = obj_bounds(T, S, b, e, i)
+        pad = T.sweep_pad
+        m = first_at_or_after(S, b, count, lo_i[0] - pad - wmax)
+        end = count + T.n_all - T.n_mov  # list positions, then the fixed objects
+        while m < end:
+            j = T.n_mov + m - count
+            if m < count:
+                j = S.order[b, m]
+                if S.key[b, m] > hi_i[0] + pad:  # the rest of the list lies beyond reach
+                    j = -1
+                    m = count - 1
+            m += 1
+            if wp.static(rule):
+                if j >= 0:
+                    ok, pi, pj, clearance, axes = rule_pair_of(T.rule_i, T.rule_ex, T.rule_clj, T.rule_clv,
+                                                               T.clearance, i, j)
+                    if ok:
+                        lo_j, hi_j = obj_bounds(T, S, b, e, j)
+                        total += wp.max(vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, clearance)), 0.0)
+            else:
+                k = int(-1)
+                if j >= 0:
+                    k = T.pair_of[i, j]
+                if k >= 0:
+                    lo_j, hi_j = obj_bounds(T, S, b, e, j)
+                    total += wp.max(vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, T.pair_f[k][PF_CLEARANCE])), 0.0)
+        return total
+
+    return placed_penetration_sweep
+
+
+placed_penetration_sweep = _placed_penetration_sweep(False)
+placed_penetration_sweep_rule = _placed_penetration_sweep(True)
 
 
 @wp.func
@@ -145,22 +164,47 @@ def placed_relation_penalty(T: SceneTables, S: CandidateState, b: int, e: int, i
     return total
 
 
+def _clutter_raise(rule: bool):
+    """``clutter_raise``; ``rule``: the pairs follow the rule (``kernels/pair_rule.py``)."""
+
+    @wp.func(name="clutter_raise" + ("_rule" if rule else ""))
+    def clutter_raise(T: SceneTables, S: CandidateState, b: int, e: int, i: int, rank_i: int, gap: float):
+        """Lifts a ClutterOn release above every earlier-placed footprint it overlaps (gap grown)."""
+        lo_i, hi_i = obj_bounds(T, S, b, e, i)
+        bottom = lo_i[2]
+        if wp.static(rule):  # every object i forms a pair with (the maximum does not depend on the order)
+            for j in range(T.n_all):
+                ok, pi, pj, clearance, axes = rule_pair_of(T.rule_i, T.rule_ex, T.rule_clj, T.rule_clv, T.clearance,
+                                                           i, j)
+                if ok and is_placed(T, j, rank_i):
+                    bottom = clutter_floor(T, S, b, e, j, lo_i, hi_i, gap, bottom)
+        else:
+            oi = T.obj_i[i]
+            for q in range(oi[OI_ADJ0], oi[OI_ADJ1]):
+                k, j, placed = placed_neighbour(T, i, q, rank_i)
+                if placed:
+                    bottom = clutter_floor(T, S, b, e, j, lo_i, hi_i, gap, bottom)
+        p = S.x[b, i]
+        p[2] = p[2] + (bottom - lo_i[2])
+        S.x[b, i] = p
+
+    return clutter_raise
+
+
 @wp.func
-def clutter_raise(T: SceneTables, S: CandidateState, b: int, e: int, i: int, rank_i: int, gap: float):
-    """Lifts a ClutterOn release above every earlier-placed footprint it overlaps (gap grown)."""
-    lo_i, hi_i = obj_bounds(T, S, b, e, i)
-    bottom = lo_i[2]
-    oi = T.obj_i[i]
-    for q in range(oi[OI_ADJ0], oi[OI_ADJ1]):
-        k, j, placed = placed_neighbour(T, i, q, rank_i)
-        if placed:
-            lo_j, hi_j = obj_bounds(T, S, b, e, j)
-            o = box_overlaps(lo_i, hi_i, lo_j, hi_j, gap)
-            if o[0] > 0.0 and o[1] > 0.0:
-                bottom = wp.max(bottom, hi_j[2] + gap)
-    p = S.x[b, i]
-    p[2] = p[2] + (bottom - lo_i[2])
-    S.x[b, i] = p
+def clutter_floor(T: SceneTables, S: CandidateState, b: int, e: int, j: int, lo_i: wp.vec3, hi_i: wp.vec3,
+                  gap: float, bottom: float) -> float:
+    """``bottom`` raised to object j's top plus ``gap`` (m) where the footprints of j and of the box (lo_i, hi_i)
+    overlap (gap grown)."""
+    lo_j, hi_j = obj_bounds(T, S, b, e, j)
+    o = box_overlaps(lo_i, hi_i, lo_j, hi_j, gap)
+    if o[0] > 0.0 and o[1] > 0.0:
+        return wp.max(bottom, hi_j[2] + gap)
+    return bottom
+
+
+clutter_raise = _clutter_raise(False)
+clutter_raise_rule = _clutter_raise(True)
 
 
 @wp.func
@@ -172,10 +216,10 @@ def clutter_miss(T: SceneTables, S: CandidateState, b: int, e: int, r: int) -> f
     return wp.max(clutter_on.footprint_excess(clo, chi, plo, phi, T.rel_f[r]), 0.0)
 
 
-def _kick(general: bool):
+def _kick(general: bool, rule: bool = False):
     """The restart function; ``general`` adds the OBB / MESH pairs, MESH support terms and the multi-draw
     restart of OBB / MESH objects (box scenes' kernels keep the smaller function)."""
-    suffix = "_general" if general else ""
+    suffix = ("_general" if general else "") + ("_rule" if rule else "")
 
     @wp.func(name="kick" + suffix)
     def kick(T: SceneTables, S: CandidateState, b: int, e: int, seed: int, draw: int):
@@ -189,26 +233,45 @@ def _kick(general: bool):
         over its last projection interval, the one that penetrates the others (and leaves its support's mesh) least."""
         best = float(0.0)
         kb = int(-1)
-        for k in range(T.n_pairs):
-            d = float(0.0)
-            if k < T.n_box_pairs:
-                ij = T.pair_i[k]
-                lo_i, hi_i = obj_bounds(T, S, b, e, ij[0])
-                lo_j, hi_j = obj_bounds(T, S, b, e, ij[1])
-                d = vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, 0.0))
-            if wp.static(general):
-                if k >= T.n_box_pairs:
-                    d, dirn = pair_term(T, S, b, e, k, 0.0, BIG, ANY_AXIS)
-            if d > best:
-                best = d
-                kb = k
+        bi = int(-1)
+        bj = int(-1)
+        if wp.static(rule):  # every pair in its number's order: the first deepest, as from the listed tables
+            for i in range(T.n_mov):
+                for j in range(i + 1, T.n_all):
+                    ok, pi, pj, clearance, axes = rule_pair_of(T.rule_i, T.rule_ex, T.rule_clj, T.rule_clv,
+                                                               T.clearance, i, j)
+                    if ok:
+                        lo_i, hi_i = obj_bounds(T, S, b, e, i)
+                        lo_j, hi_j = obj_bounds(T, S, b, e, j)
+                        d = vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, 0.0))
+                        if d > best:
+                            best = d
+                            bi = i
+                            bj = j
+        else:
+            for k in range(T.n_pairs):
+                d = float(0.0)
+                if k < T.n_box_pairs:
+                    ij = T.pair_i[k]
+                    lo_i, hi_i = obj_bounds(T, S, b, e, ij[0])
+                    lo_j, hi_j = obj_bounds(T, S, b, e, ij[1])
+                    d = vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, 0.0))
+                if wp.static(general):
+                    if k >= T.n_box_pairs:
+                        d, dirn = pair_term(T, S, b, e, k, 0.0, BIG, ANY_AXIS)
+                if d > best:
+                    best = d
+                    kb = k
+            if kb >= 0:
+                ij = T.pair_i[kb]
+                bi = ij[0]
+                bj = ij[1]
         st = candidate_rng(seed, e, draw)
         o = int(-1)
-        if kb >= 0:
-            ij = T.pair_i[kb]
-            o = ij[0]
-            if ij[1] < T.n_mov and wp.randf(st) < 0.5:
-                o = ij[1]
+        if bi >= 0:
+            o = bi
+            if bj < T.n_mov and wp.randf(st) < 0.5:
+                o = bj
         else:
             o = worst_penalty_subject(T, S, b, e)
         if wp.static(general):
@@ -258,3 +321,4 @@ def _kick(general: bool):
 
 kick = _kick(False)
 kick_general = _kick(True)
+kick_rule = _kick(False, rule=True)

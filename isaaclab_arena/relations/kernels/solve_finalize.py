@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.evaluate import evaluate_candidate, evaluate_candidate_general
+from isaaclab_arena.relations.kernels.evaluate import (
+    evaluate_candidate,
+    evaluate_candidate_general,
+    evaluate_candidate_rule,
+)
 from isaaclab_arena.relations.kernels.geometry import (
     candidate_rng,
     rotated_offsets,
@@ -27,13 +31,14 @@ from isaaclab_arena.relations.kinds.dispatch import FACE_TO, track_kind_sources
 FACE_ROUNDS = wp.constant(32)  # most heading / projection rounds after solving (FaceTo scenes)
 
 
-def _finalize_kernel(general: bool, plain: bool = False):
+def _finalize_kernel(general: bool, plain: bool = False, rule: bool = False):
     """The finalize kernel; ``general``: of scenes with OBB / MESH pairs or MESH support terms; ``plain``: of plain
-    scenes (``tables.plain_scene``: no FaceTo heading, no RandomAroundSolution), compiled without those steps (a
-    module of its own per variant, each keyed on the kinds' sources)."""
-    module = __name__ + ("_general" if general else "") + ("_plain" if plain else "")
+    scenes (``tables.plain_scene``: no FaceTo heading, no RandomAroundSolution), compiled without those steps;
+    ``rule``: of scenes whose pairs follow the rule (``kernels/pair_rule.py``) (a module of its own per variant,
+    each keyed on the kinds' sources)."""
+    module = __name__ + ("_general" if general else "") + ("_plain" if plain else "") + ("_rule" if rule else "")
     track_kind_sources(module)
-    evaluate = evaluate_candidate_general if general else evaluate_candidate
+    evaluate = evaluate_candidate_general if general else (evaluate_candidate_rule if rule else evaluate_candidate)
 
     @wp.kernel(enable_backward=False, module=module)
     def finalize_kernel(
@@ -122,3 +127,7 @@ finalize_kernel = _finalize_kernel(False)
 finalize_kernel_general = _finalize_kernel(True)
 #: Plain scenes.
 finalize_kernel_plain = _finalize_kernel(False, plain=True)
+#: Scenes whose pairs follow the rule (large scenes of axis-aligned boxes).
+finalize_kernel_rule = _finalize_kernel(False, rule=True)
+#: Plain scenes whose pairs follow the rule.
+finalize_kernel_plain_rule = _finalize_kernel(False, plain=True, rule=True)

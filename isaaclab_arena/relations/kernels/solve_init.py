@@ -21,8 +21,10 @@ from isaaclab_arena.relations.kernels.projection import (
 from isaaclab_arena.relations.kernels.sampling import (
     clutter_miss,
     clutter_raise,
+    clutter_raise_rule,
     placed_penetration,
     placed_penetration_sweep,
+    placed_penetration_sweep_rule,
     placed_general,
     placed_relation_penalty,
 )
@@ -56,7 +58,7 @@ from isaaclab_arena.relations.kinds import clutter_on
 from isaaclab_arena.relations.kinds.dispatch import track_kind_sources
 
 
-def _init_kernel(general: bool, plain: bool = False):
+def _init_kernel(general: bool, plain: bool = False, rule: bool = False):
     """The init kernel; ``general`` adds the OBB / MESH pair and MESH support scores of the initial draws (a
     kernel of its own: the general code inlined into every scene's init kernel slowed box scenes by 7-20 %).
     ``plain``: the variant of plain scenes (``tables.plain_scene``: box pairs only, every object drawn in its
@@ -66,7 +68,9 @@ def _init_kernel(general: bool, plain: bool = False):
 
     # a module of its own per variant (each with its own inlined copy of the helpers), its cache keyed on the
     # kinds' sources as every kernel module's
-    module = __name__ + ("_general" if general else "") + ("_plain" if plain else "")
+    module = __name__ + ("_general" if general else "") + ("_plain" if plain else "") + ("_rule" if rule else "")
+    raise_clutter = clutter_raise_rule if rule else clutter_raise
+    penetration_sweep = placed_penetration_sweep_rule if rule else placed_penetration_sweep
     # the static interval of every object (projection.SCENE_BOUNDS_ALL_STATIC) in a plain scene
     bounds = SCENE_BOUNDS_ALL_STATIC if plain else SCENE_BOUNDS_FLAGGED
     track_kind_sources(module)
@@ -179,7 +183,7 @@ def _init_kernel(general: bool, plain: bool = False):
                     # (which solving cannot repair: it does not turn objects)
                     miss = float(0.0)
                     if not wp.static(plain) and cl >= 0:
-                        clutter_raise(T, S, b, e, i, rank_i, T.rel_f[cl][clutter_on.GAP])
+                        wp.static(raise_clutter)(T, S, b, e, i, rank_i, T.rel_f[cl][clutter_on.GAP])
                         miss = clutter_miss(T, S, b, e, cl)
                     if moved_placed != 0:  # a repair moved a placed object after its check
                         clean = clean * int(T.init_exact == INIT_EXACT_EVERY)
@@ -187,7 +191,7 @@ def _init_kernel(general: bool, plain: bool = False):
                     if T.sweep != 0:
                         if moved_placed != 0:
                             wmax = sweep_refresh(S, b, count)
-                        pen = placed_penetration_sweep(T, S, b, e, i, count, wmax)
+                        pen = wp.static(penetration_sweep)(T, S, b, e, i, count, wmax)
                     else:
                         pen = placed_penetration(T, S, b, e, i, rank_i)
                     if not wp.static(plain) and (oi[OI_FLAGS] & FLAG_PENALISED) != 0:
@@ -232,3 +236,7 @@ init_kernel = _init_kernel(False)
 init_kernel_general = _init_kernel(True)
 #: Initial candidates of plain scenes (``tables.plain_scene``).
 init_kernel_plain = _init_kernel(False, plain=True)
+#: Scenes whose pairs follow the rule (``kernels/pair_rule.py``): large scenes of axis-aligned boxes.
+init_kernel_rule = _init_kernel(False, rule=True)
+#: Plain scenes whose pairs follow the rule.
+init_kernel_plain_rule = _init_kernel(False, plain=True, rule=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import warp as wp
 
 from isaaclab_arena.relations.kernels.evaluate import passes
-from isaaclab_arena.relations.kernels.penalties import penalties, penalties_general
+from isaaclab_arena.relations.kernels.penalties import penalties, penalties_general, penalties_rule
 from isaaclab_arena.relations.kernels.poses import face_to_update
 from isaaclab_arena.relations.kernels.projection import project, repair_shift
-from isaaclab_arena.relations.kernels.sampling import kick, kick_general
+from isaaclab_arena.relations.kernels.sampling import kick, kick_general, kick_rule
 from isaaclab_arena.relations.kernels.settings import HISTORY_EVERY, SolveSettings
 from isaaclab_arena.relations.kernels.tables import (
     FLAG_MOVABLE_PARENT,
@@ -26,13 +26,14 @@ KICK_FROM_ITER = wp.constant(100)  # first checkpoint (iterations) where a stuck
 KICK_FROM_ITER_GENERAL = wp.constant(25)  # the same in scenes with OBB / MESH pairs or MESH support terms
 
 
-def _iterate_kernel(general: bool):
-    """The optimisation kernel; ``general``: of scenes with OBB / MESH pairs or MESH support terms (its own
-    module per variant, each keyed on the kinds' sources; box scenes keep the penalty function inlined)."""
-    module = __name__ + ("_general" if general else "")
+def _iterate_kernel(general: bool, rule: bool = False):
+    """The optimisation kernel; ``general``: of scenes with OBB / MESH pairs or MESH support terms, ``rule``: of
+    scenes whose pairs follow the rule (``kernels/pair_rule.py``) (its own module per variant, each keyed on the
+    kinds' sources; box scenes keep the penalty function inlined)."""
+    module = __name__ + ("_general" if general else "") + ("_rule" if rule else "")
     track_kind_sources(module)
-    pen = penalties_general if general else penalties
-    restart = kick_general if general else kick
+    pen = penalties_general if general else (penalties_rule if rule else penalties)
+    restart = kick_general if general else (kick_rule if rule else kick)
 
     @wp.kernel(enable_backward=False, module=module)
     def iterate_kernel(
@@ -168,3 +169,5 @@ def _iterate_kernel(general: bool):
 iterate_kernel = _iterate_kernel(False)
 #: Scenes with OBB / MESH pairs or MESH support terms.
 iterate_kernel_general = _iterate_kernel(True)
+#: Scenes whose pairs follow the rule (large scenes of axis-aligned boxes).
+iterate_kernel_rule = _iterate_kernel(False, rule=True)

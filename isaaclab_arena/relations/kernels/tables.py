@@ -167,6 +167,24 @@ class PairMode(IntFlag):
     INSIDE = 8  # MESH: the other object's anchor point against the sphere side's mesh (one wholly inside the other)
 
 
+class RuleColumn(IntEnum):
+    """Columns of ``rule_i`` (one row per object) in a scene whose pairs follow the rule (``pair_rule``): its
+    no_overlap pairs are derived from these rows (``kernels/pair_rule.py``), not listed."""
+
+    COLLIDER = 0  # a fixed object's rank among the fixed colliders (-1: not one); 0 for a placed object
+    PINNED = 1  # bits 0-2: axes x, y, z along which the object is pinned (a fixed object: all)
+    EX0 = 2  # partners j > i of placed object i that are no pair (exempt) [ex0, ex1) in ``rule_ex``, increasing
+    EX1 = 3
+    CL0 = 4  # partners j > i with a clearance of their own [cl0, cl1) in ``rule_clj`` / ``rule_clv``
+    CL1 = 5
+
+
+RU_COLLIDER = wp.constant(int(RuleColumn.COLLIDER))
+RU_PINNED = wp.constant(int(RuleColumn.PINNED))
+RU_EX0 = wp.constant(int(RuleColumn.EX0))
+RU_EX1 = wp.constant(int(RuleColumn.EX1))
+RU_CL0 = wp.constant(int(RuleColumn.CL0))
+RU_CL1 = wp.constant(int(RuleColumn.CL1))
 PI_MODE = wp.constant(int(PairColumn.MODE))
 PI_TARGET = wp.constant(int(PairColumn.TARGET))
 PM_OBB = wp.constant(int(PairMode.OBB))
@@ -213,6 +231,8 @@ for _row, _columns in ((RelationRow, RelationColumn), (PairParams, PairParam), (
     _check_row_order(_row, _columns)
 
 vec6i = wp.types.vector(length=RI_COLS, dtype=wp.int32)
+if len(RuleColumn) != RI_COLS:  # rule_i rows are vec6i too
+    raise AssertionError(f"RuleColumn has {len(RuleColumn)} columns, vec6i {RI_COLS}")
 vec12i = wp.types.vector(length=OI_COLS, dtype=wp.int32)
 vec10f = wp.types.vector(length=OF_COLS, dtype=wp.float32)
 
@@ -250,6 +270,14 @@ class SceneTables:
     static_iv: wp.array3d(dtype=wp.vec3)  # (E, n_mov, 4) objects flagged STATIC_INTERVAL: their projection interval
     #   (lo, hi) with at_ratio 0, then 1 (``kernels/static_intervals.py``); (1, 1, 4) when no object is flagged
     plain: int  # 1: a plain scene (``plain_scene``): its fresh solves run the plain init and finalize kernels
+    pair_rule: int  # 1: the pairs follow the rule (``kernels/pair_rule.py``): adj, pair_i, pair_f, pair_m and
+    #   pair_of are one-row placeholders; the pairs come from rule_i and the lists below (memory linear in n)
+    rule_i: wp.array(dtype=vec6i)  # (n_all,) RuleColumn
+    rule_row: wp.array(dtype=int)  # (n_mov + 1,) number of placed object i's first pair
+    rule_ex: wp.array(dtype=int)  # exempt partners, per object increasing
+    rule_clj: wp.array(dtype=int)  # partners with a clearance of their own, per object increasing
+    rule_clv: wp.array(dtype=float)  # their clearance (m)
+    clearance: float  # every other pair's clearance (m)
 
 
 @wp.struct

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import warp as wp
 
-from isaaclab_arena.relations.kernels.evaluate import evaluate_candidate, evaluate_candidate_general
+from isaaclab_arena.relations.kernels.evaluate import (
+    evaluate_candidate,
+    evaluate_candidate_general,
+    evaluate_candidate_rule,
+)
 from isaaclab_arena.relations.kernels.geometry import rotated_offsets
 from isaaclab_arena.relations.kernels.tables import (
     is_box_scene,
@@ -15,12 +19,13 @@ from isaaclab_arena.relations.kernels.tables import (
 from isaaclab_arena.relations.kinds.dispatch import track_kind_sources
 
 
-def _validate_kernel(general: bool):
-    """The check kernel; ``general``: of scenes with OBB / MESH pairs or MESH support terms (a module of its
-    own per variant, each keyed on the kinds' sources)."""
-    module = __name__ + ("_general" if general else "")
+def _validate_kernel(general: bool, rule: bool = False):
+    """The check kernel; ``general``: of scenes with OBB / MESH pairs or MESH support terms, ``rule``: of scenes
+    whose pairs follow the rule (``kernels/pair_rule.py``) (a module of its own per variant, each keyed on the
+    kinds' sources)."""
+    module = __name__ + ("_general" if general else "") + ("_rule" if rule else "")
     track_kind_sources(module)
-    evaluate = evaluate_candidate_general if general else evaluate_candidate
+    evaluate = evaluate_candidate_general if general else (evaluate_candidate_rule if rule else evaluate_candidate)
 
     @wp.kernel(enable_backward=False, module=module)
     def validate_kernel(
@@ -55,8 +60,12 @@ def _validate_kernel(general: bool):
 validate_kernel = _validate_kernel(False)
 #: Scenes with OBB / MESH pairs or MESH support terms.
 validate_kernel_general = _validate_kernel(True)
+#: Scenes whose pairs follow the rule (large scenes of axis-aligned boxes).
+validate_kernel_rule = _validate_kernel(False, rule=True)
 
 
 def validate_kernel_for(tables):
     """The check kernel of a problem whose ``SceneTables`` are ``tables``."""
+    if tables.pair_rule:
+        return validate_kernel_rule
     return validate_kernel if is_box_scene(tables) else validate_kernel_general
