@@ -11,8 +11,8 @@ from isaaclab_arena.relations.kernels.geometry import (
     parked,
     vmin3,
 )
-from isaaclab_arena.relations.kernels.broad_phase import first_at_or_after
-from isaaclab_arena.relations.kernels.pair_rule import rule_pair_of
+from isaaclab_arena.relations.kernels.broad_phase import first_at_or_after, next_box_pair
+from isaaclab_arena.relations.kernels.pair_rule import pair_number, rule_pair_of
 from isaaclab_arena.relations.kernels.pair_terms import pair_term, support_term
 from isaaclab_arena.relations.kernels.penalties import worst_penalty_subject
 from isaaclab_arena.relations.kernels.projection import draw_pose
@@ -235,17 +235,29 @@ def _kick(general: bool, rule: bool = False):
         kb = int(-1)
         bi = int(-1)
         bj = int(-1)
-        if wp.static(rule):  # every pair in its number's order: the first deepest, as from the listed tables
-            for i in range(T.n_mov):
-                for j in range(i + 1, T.n_all):
-                    ok, pi, pj, clearance, axes = rule_pair_of(T.rule_i, T.rule_ex, T.rule_clj, T.rule_clv,
-                                                               T.clearance, i, j)
-                    if ok:
-                        lo_i, hi_i = obj_bounds(T, S, b, e, i)
-                        lo_j, hi_j = obj_bounds(T, S, b, e, j)
-                        d = vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, 0.0))
-                        if d > best:
+        if wp.static(rule):
+            # the pairs the sweep brings within reach (pad 0: a pair it leaves out does not overlap along X); the
+            # deepest, the lowest number among equals: the listed loop's first deepest in number order
+            bk = int(-1)
+            a = int(0)
+            t = int(-1)
+            reach = float(0.0)
+            while True:
+                k, a, t, reach, vi, vj = next_box_pair(T.sweep, 1, T.n_box_pairs, T.n_mov, T.n_all, S.order, S.key,
+                                                       S.x, S.olo, S.ohi, T.pair_of, b, 0.0, a, t, reach)
+                if k < 0:
+                    break
+                ok, i, j, clearance, axes = rule_pair_of(T.rule_i, T.rule_ex, T.rule_clj, T.rule_clv, T.clearance,
+                                                         vi, vj)
+                if ok:
+                    lo_i, hi_i = obj_bounds(T, S, b, e, i)
+                    lo_j, hi_j = obj_bounds(T, S, b, e, j)
+                    d = vmin3(box_overlaps(lo_i, hi_i, lo_j, hi_j, 0.0))
+                    if d > 0.0 and d >= best:
+                        number = pair_number(T.n_mov, T.rule_i, T.rule_row, T.rule_ex, i, j)
+                        if d > best or number < bk:
                             best = d
+                            bk = number
                             bi = i
                             bj = j
         else:
