@@ -17,7 +17,7 @@ import numpy as np
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.relations.compiler.collision_geometry import effective_mode, rotation_kind
 from isaaclab_arena.relations.compiler.device_arrays import device_array
-from isaaclab_arena.relations.compiler.pair_tables import fixed_colliders, uses_sweep
+from isaaclab_arena.relations.compiler.pair_tables import fixed_colliders, listed_pairs, uses_sweep
 from isaaclab_arena.relations.kernels.tables import RuleColumn, SceneTables, vec6i
 
 #: Scenes with at least this many placed objects may keep their pairs as the rule (see the module docstring).
@@ -70,24 +70,20 @@ class RulePairs:
         partners = partners[~np.isin(partners, ex)]
         return np.array([i, partners[k - int(self.row_start[i])]], np.int32)
 
+    def _exempt_owners(self) -> np.ndarray:
+        """(X,) int64: the placed object each entry of ``exempt`` belongs to."""
+        return np.repeat(np.arange(self.n_all), self.rows[:, RuleColumn.EX1] - self.rows[:, RuleColumn.EX0])
+
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        cand = np.concatenate([np.arange(self.n_mov, dtype=np.int64), self.colliders])
-        keep = np.ones((self.n_mov, len(cand)), bool)
-        keep[:, :self.n_mov] = np.triu(keep[:, :self.n_mov], k=1)
-        i, col = np.nonzero(keep)
-        j = cand[col]
-        if len(self.exempt):
-            owner = np.repeat(np.arange(self.n_all), self.rows[:, RuleColumn.EX1] - self.rows[:, RuleColumn.EX0])
-            gone = np.isin(i * self.n_all + j, owner * self.n_all + self.exempt)
-            i, j = i[~gone], j[~gone]
-        out = np.stack([i, j], axis=1).astype(np.int32)
+        i, j = listed_pairs(self.n_mov, self.colliders, self.n_all,
+                            self._exempt_owners() * self.n_all + self.exempt)
+        out = np.stack([i, j], axis=1)
         return out if dtype is None else out.astype(dtype)
 
     def objects(self) -> list[int]:
         """Object indices in at least one pair, increasing: a placed object unless every other placed object and
         fixed collider is exempt with it, a fixed collider unless every placed object is."""
-        owner = np.repeat(np.arange(self.n_all), self.rows[:, RuleColumn.EX1] - self.rows[:, RuleColumn.EX0])
-        exempt_with = np.bincount(np.concatenate([owner, self.exempt]), minlength=self.n_all)
+        exempt_with = np.bincount(np.concatenate([self._exempt_owners(), self.exempt]), minlength=self.n_all)
         partners = np.zeros(self.n_all, np.int64)
         partners[:self.n_mov] = self.n_mov - 1 + len(self.colliders)
         partners[self.colliders] = self.n_mov

@@ -20,6 +20,24 @@ def fixed_colliders(n_mov: int, fixed: list, solver_params) -> np.ndarray:
                      if not isinstance(a, Background) or effective_mode(a, default) == CollisionMode.MESH], np.int64)
 
 
+def listed_pairs(n_mov: int, colliders: np.ndarray, n_all: int,
+                 exempt_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The no_overlap pairs' objects (i, j) in their listed order, two (P,) int32 arrays: placed object i, then the
+    placed objects after it, then the fixed ``colliders`` (increasing), less the pairs whose key ``i * n_all + j`` is
+    in ``exempt_keys`` (int64). The order that numbers the pairs (``pair_rule.RulePairs`` follows it too)."""
+    candidates = np.concatenate([np.arange(n_mov, dtype=np.int64), colliders])
+    # row i keeps the movables after i and every collider; nonzero() keeps that order
+    keep = np.ones((n_mov, len(candidates)), bool)
+    keep[:, :n_mov] = np.triu(keep[:, :n_mov], k=1)
+    i, col = np.nonzero(keep)
+    i, j = i.astype(np.int32), candidates.astype(np.int32)[col]  # int32 from here: 8 bytes a pair, not 16
+    del col
+    if len(exempt_keys):
+        free = ~np.isin(i.astype(np.int64) * n_all + j, exempt_keys)
+        i, j = i[free], j[free]
+    return i, j
+
+
 def overlap_pairs(n_mov: int, n_objects: int, fixed: list, solver_params, pinned_movable: np.ndarray,
                   exempt: set[tuple[int, int]],
                   pair_clearance: dict[tuple[int, int], float]) -> tuple[np.ndarray, np.ndarray]:
@@ -34,19 +52,9 @@ def overlap_pairs(n_mov: int, n_objects: int, fixed: list, solver_params, pinned
         pinned_movable: (n_mov, 3) bool, axes along which a movable object's relations pin it.
         exempt: (i, j) pairs, i < j, that are not kept apart (e.g. an object and its support).
         pair_clearance: (i, j) -> clearance in metres of pairs with a clearance of their own."""
-    colliders = fixed_colliders(n_mov, fixed, solver_params)
-    candidates = np.concatenate([np.arange(n_mov, dtype=np.int64), colliders])
-    # row i keeps the movables after i and every collider; nonzero() keeps that order
-    keep = np.ones((n_mov, len(candidates)), bool)
-    keep[:, :n_mov] = np.triu(keep[:, :n_mov], k=1)
-    i, col = np.nonzero(keep)
-    i, j = i.astype(np.int32), candidates.astype(np.int32)[col]  # int32 from here: 8 bytes a pair, not 16
-    del col
     n_all = max(n_objects, 1)
-    if exempt:
-        exempt_keys = np.array([a * n_all + b for a, b in exempt], np.int64)
-        free = ~np.isin(np.minimum(i, j).astype(np.int64) * n_all + np.maximum(i, j), exempt_keys)
-        i, j = i[free], j[free]
+    i, j = listed_pairs(n_mov, fixed_colliders(n_mov, fixed, solver_params), n_all,
+                        np.array([a * n_all + b for a, b in exempt], np.int64))
     # a push may move the pair apart along an axis unless both are pinned there
     pinned = np.zeros((n_all, 3), bool)
     pinned[:n_mov] = pinned_movable
