@@ -7,6 +7,14 @@
   bench scene=many_boxes stage=solve objects=80 batch=256 us_per_layout=... valid_rate=...
       solving and checking layouts of 80 such boxes (``ObjectPlacer.place_problem``), microseconds of wall time per
       layout, median of runs, and the fraction of layouts that pass every check;
+  bench scene=many_boxes stage=compile_rss objects=1000 pairs_by_rule=1 compile_rss_mb=...
+      the growth of the process's peak resident memory (``ru_maxrss``) over one compile of ``objects`` boxes, each
+      in a fresh child process (scene built and modules imported before; 0 when the compile fits in memory the
+      process had already touched; 1,000, 2,000, 4,000; quick: 250);
+  bench scene=many_boxes stage=pairs objects=500 batch=64 listed_ms=... rule_ms=... rule_vs_listed=...
+      solving and checking ``batch`` layouts of ``objects`` boxes with the no_overlap pairs kept as listed tables
+      and as the rule (``compiler/pair_rule.py``; the bench moves ``RULE_FROM_OBJECTS`` to choose), medians of
+      interleaved runs; the layouts of both are checked to be identical (128, 500, 2,000 boxes; quick: 128);
   bench scene=boxes3 stage=refill envs=1024 layouts_per_env=... batch=... refill_ms=... solve_ms=... refill_vs_solve=...
       a reset's refill (``PooledObjectPlacer.fill`` of every env's partition: draw, solve, check, rank, store,
       diagnostics) against ``ObjectPlacer.place_problem`` of the same number of candidates (solve and check
@@ -68,16 +76,73 @@ def bench_scaling(n: int, runs: int) -> None:
     assets = many_boxes(n)
     times = []
     for _ in range(runs):
-        placer = _placer()  # a fresh placer: nothing cached
+        placer = _placer(max_objects=None)  # a fresh placer: nothing cached
         t0 = time.perf_counter()
         problem = placer.compile(assets, 16)
         times.append(time.perf_counter() - t0)
     tracemalloc.start()
-    _placer().compile(assets, 16)
+    _placer(max_objects=None).compile(assets, 16)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     print(f"bench scene=many_boxes stage=compile objects={n} pairs={len(problem.pairs)} "
           f"compile_s={statistics.median(times):.3f} compile_peak_mb={peak / 2**20:.1f} runs={runs}", flush=True)
+
+
+def compile_rss_mb(n: int) -> tuple[float, bool]:
+    """(growth of the peak RSS over one compile of ``n`` boxes in MB, whether its pairs follow the rule); run in a
+    fresh process (``--compile_rss``), since the peak only grows."""
+    import resource
+
+    assets = many_boxes(n)
+    placer = _placer(max_objects=None)
+    placer.compile(many_boxes(8), 16)  # modules imported, warp initialised: not the compile's memory
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    problem = placer.compile(assets, 16)
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    return grown / 1024.0, bool(problem.tables.pair_rule)
+
+
+def bench_compile_rss(n: int) -> None:
+    import subprocess
+
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--compile_rss", str(n)], capture_output=True,
+                         text=True, check=True)
+    mb, rule = out.stdout.split()[-2:]
+    print(f"bench scene=many_boxes stage=compile_rss objects={n} pairs_by_rule={int(rule == 'True')} "
+          f"compile_rss_mb={float(mb):.1f}", flush=True)
+
+
+def bench_pairs(n: int, batch: int, runs: int) -> None:
+    """Listed tables against the rule for the same scene, interleaved in one process (layouts must agree)."""
+    from isaaclab_arena.relations.compiler import pair_rule
+
+    assets = many_boxes(n)
+    env_ids = torch.arange(batch)
+    sides = {}
+    for name, threshold in (("listed", 10**9), ("rule", 8)):
+        saved = pair_rule.RULE_FROM_OBJECTS
+        pair_rule.RULE_FROM_OBJECTS = threshold
+        try:
+            placer = _placer()
+            problem = placer.compile(assets, batch)
+        finally:
+            pair_rule.RULE_FROM_OBJECTS = saved
+        assert bool(problem.tables.pair_rule) == (name == "rule"), name
+        placer.place_problem(problem, env_ids, env_ids * 0)  # kernels loaded, workspace built
+        sides[name] = (placer, problem, [])
+    first = {}
+    for r in range(runs):
+        for name, (placer, problem, times) in sides.items():
+            t0 = time.perf_counter()
+            vb = placer.place_problem(problem, env_ids, env_ids * 0 + 1 + r)
+            times.append(time.perf_counter() - t0)
+            first.setdefault(r, []).append(vb.positions)
+    for r, (a, b) in first.items():
+        if not torch.equal(a, b):
+            raise AssertionError(f"{n} boxes: listed and rule layouts differ (run {r})")
+    lm, rm = (statistics.median(sides[k][2]) * 1e3 for k in ("listed", "rule"))
+    print(f"bench scene=many_boxes stage=pairs objects={n} batch={batch} listed_ms={lm:.2f} rule_ms={rm:.2f} "
+          f"rule_vs_listed={rm / lm:.2f} runs={runs}", flush=True)
 
 
 def bench_dense(n: int, batch: int, runs: int) -> None:
@@ -129,10 +194,19 @@ def run(quick: bool) -> None:
     bench_scaling(250 if quick else 1000, 1 if quick else 3)
     bench_dense(80, 32 if quick else 256, 3 if quick else 7)
     bench_refill("boxes3", 64 if quick else 1024, 3 if quick else 9)
+    for n in (250,) if quick else (1000, 2000, 4000):
+        bench_compile_rss(n)
+    for n, batch in ((128, 16),) if quick else ((128, 256), (500, 64), (2000, 10)):
+        bench_pairs(n, batch, 1 if quick else 5)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                  allow_abbrev=False)
     ap.add_argument("--quick", action="store_true")
-    run(ap.parse_args().quick)
+    ap.add_argument("--compile_rss", type=int, default=0, help=argparse.SUPPRESS)  # the child of bench_compile_rss
+    args = ap.parse_args()
+    if args.compile_rss:
+        print(*compile_rss_mb(args.compile_rss))
+    else:
+        run(args.quick)

@@ -64,6 +64,7 @@ def test_pair_misses_of_envs_without_any_are_empty():
     assert (pairs, counts, envs) == ([4], [1], [2]) and depths == [pytest.approx(0.01)]
 
 
+@pytest.mark.slow  # a 300-box scene's failing fill: about 11 s
 def test_a_failing_fill_of_a_large_scene_tallies_its_candidates_not_every_pair():
     """300 boxes crowded on a table, 4 envs: the tally holds at most one entry per failing candidate and pair
     check (a dense table held 4 x 44,850 per check), and its explanation names the pairs of the batch's worst

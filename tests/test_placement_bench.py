@@ -24,7 +24,10 @@ def _rows(stdout: str) -> list[dict]:
 @pytest.mark.slow
 def test_bench_quick_mode_prints_parseable_lines(tmp_path):
     out = subprocess.run([sys.executable, os.path.join(SCRIPTS, "bench_placement.py"), "--quick", "--runs", "1"],
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    # what the benchmark printed, shown by pytest if an assertion below fails
+    print(out.stdout[-8000:])
+    print(out.stderr[-4000:], file=sys.stderr)
     assert out.returncode == 0, out.stderr[-2000:]
     code = [line for line in out.stdout.splitlines() if line.startswith("# code=")]
     assert len(code) == 1 and code[0].split()[1] == f"code={ROOT}", code  # measured this checkout
@@ -58,6 +61,10 @@ def test_bench_quick_mode_prints_parseable_lines(tmp_path):
     compile_row, = [r for r in rows if r.get("stage") == "compile"]
     assert int(compile_row["objects"]) == 250 and int(compile_row["pairs"]) == 250 * 249 // 2
     assert float(compile_row["compile_s"]) > 0 and float(compile_row["compile_peak_mb"]) > 0
+    rss, = [r for r in rows if r.get("stage") == "compile_rss"]  # 250 boxes: pairs by rule, a few MB
+    assert int(rss["objects"]) == 250 and rss["pairs_by_rule"] == "1" and 0 <= float(rss["compile_rss_mb"]) < 200
+    pairs, = [r for r in rows if r.get("stage") == "pairs"]  # the same layouts with listed pairs and the rule
+    assert int(pairs["objects"]) == 128 and float(pairs["listed_ms"]) > 0 and float(pairs["rule_ms"]) > 0
     refill, = [r for r in rows if r.get("stage") == "refill"]
     assert refill["scene"] == "boxes3" and int(refill["batch"]) == int(refill["envs"]) * int(refill["layouts_per_env"])
     assert float(refill["refill_vs_solve"]) == pytest.approx(float(refill["refill_ms"]) / float(refill["solve_ms"]),

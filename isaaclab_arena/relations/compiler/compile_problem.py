@@ -17,6 +17,7 @@ import warp as wp
 from isaaclab_arena.assets.asset import Background
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.object_reference import ObjectReference
+from isaaclab_arena.relations.compiler.placement_order import parents_first
 from isaaclab_arena.relations.compiler.collision_geometry import (
     box_pairs_first,
     compile_pair_geometry,
@@ -121,26 +122,6 @@ def _sort_scene(assets, num_envs, default_mode=CollisionMode.BBOX):
                     f"asset '{a.name}', relation {rel.describe()}: the reference '{rel.parent.name}' is neither an "
                     "anchor, nor placed by relations, nor a fixed obstacle with an initial_pose")
     return movables, anchors, obstacles
-
-
-def _parents_first(movables) -> list[int]:
-    """Topological order (parents of INTERVAL relations before their subjects), scene order within a
-    level; objects on a cycle keep scene order."""
-    index = {a.name: k for k, a in enumerate(movables)}
-    deps = [set() for _ in movables]
-    for k, a in enumerate(movables):
-        for rel in a.get_relations():
-            kind = kind_of(rel)
-            if kind is not None and kind.role == KindRole.INTERVAL and kind.has_parent and rel.parent.name in index:
-                deps[k].add(index[rel.parent.name])
-    order, done = [], set()
-    while len(order) < len(movables):
-        ready = [k for k in range(len(movables)) if k not in done and deps[k] <= done]
-        if not ready:
-            ready = [min(k for k in range(len(movables)) if k not in done)]
-        order.append(ready[0])
-        done.add(ready[0])
-    return order
 
 
 def _init_support(asset, first_anchor, index: dict[str, int]) -> int:
@@ -272,7 +253,7 @@ class _SceneCompiler:
     def object_rows(self, ints, adj, general=frozenset()):
         """Per movable object: its ObjectColumn row, its ObjectParam row, and the flat projection and pair lists
         the rows point into (``adj``: ``collision_geometry.pair_lists``, flat indices and each object's start)."""
-        order = _parents_first(self.movables)
+        order = parents_first(self.movables)
         rank = [0] * self.n_mov
         for pos, k in enumerate(order):
             rank[k] = pos
