@@ -8,7 +8,7 @@
       solving and checking layouts of 80 such boxes (``ObjectPlacer.place_problem``), microseconds of wall time per
       layout, median of runs, and the fraction of layouts that pass every check;
   bench scene=many_boxes stage=compile_rss objects=1000 pairs_by_rule=1 compile_rss_mb=...
-      the growth of the process's peak resident memory (``ru_maxrss``) over one compile of ``objects`` boxes, each
+      the growth of the process's peak resident memory (``VmHWM``) over one compile of ``objects`` boxes, each
       in a fresh child process (scene built and modules imported before; 0 when the compile fits in memory the
       process had already touched; 1,000, 2,000, 4,000; quick: 250);
   bench scene=many_boxes stage=pairs objects=500 batch=64 listed_ms=... rule_ms=... rule_vs_listed=...
@@ -88,18 +88,30 @@ def bench_scaling(n: int, runs: int) -> None:
           f"compile_s={statistics.median(times):.3f} compile_peak_mb={peak / 2**20:.1f} runs={runs}", flush=True)
 
 
+def _peak_rss_kb() -> int:
+    """This process's peak resident memory in kB: ``VmHWM`` (kept per address space, so it starts afresh in a child
+    process; ``ru_maxrss`` carries over the parent's peak at the fork), else ``ru_maxrss``."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def compile_rss_mb(n: int) -> tuple[float, bool]:
     """(growth of the peak RSS over one compile of ``n`` boxes in MB, whether its pairs follow the rule); run in a
     fresh process (``--compile_rss``), since the peak only grows."""
-    import resource
-
     assets = many_boxes(n)
     placer = _placer(max_objects=None)
     placer.compile(many_boxes(8), 16)  # modules imported, warp initialised: not the compile's memory
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = _peak_rss_kb()
     problem = placer.compile(assets, 16)
-    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-    return grown / 1024.0, bool(problem.tables.pair_rule)
+    return (_peak_rss_kb() - before) / 1024.0, bool(problem.tables.pair_rule)
 
 
 def bench_compile_rss(n: int) -> None:
