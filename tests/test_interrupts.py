@@ -100,3 +100,84 @@ def test_other_unraisable_errors_keep_pythons_report(capsys):
     assert seen == [args]
     interrupts._unraisable(types.SimpleNamespace(**{**vars(args), "exc_value": ValueError("x")}), previous=seen.append)
     assert len(seen) == 2
+
+
+def test_an_error_after_a_swallowed_ctrl_c_is_the_interruption(capsys):
+    """trimesh catches BaseException around the imports of its optional parts: a Ctrl-C landing there during
+    start-up became a placeholder, and the run died later with ``TypeError: unsupported operand type(s) for |:
+    'ExceptionWrapper' and 'NoneType'`` and a traceback (seen in the suite under load). With the Ctrl-C noted, the
+    runners report the interruption; without one, the error keeps its traceback."""
+    from isaaclab_arena.environments.cli import run_main_reporting_user_errors
+
+    def broken(argv):
+        raise TypeError("unsupported operand type(s) for |: 'ExceptionWrapper' and 'NoneType'")
+
+    with pytest.raises(TypeError, match="ExceptionWrapper"):  # no Ctrl-C noted: a bug, reported as one
+        run_main_reporting_user_errors(broken, [])
+    interrupts._interrupted = "SIGINT"
+    assert interrupts.interrupted() == "SIGINT"
+    with pytest.raises(SystemExit) as stop:
+        run_main_reporting_user_errors(broken, [])
+    assert stop.value.code == 130 and capsys.readouterr().err == "interrupted\n"
+    interrupts._interrupted = "SIGTERM"
+    with pytest.raises(SystemExit) as stop:
+        run_main_reporting_user_errors(broken, [])
+    assert stop.value.code == 143
+
+
+_CTRL_C_SWALLOWED_BY_A_LIBRARY = """
+import os, signal, sys
+from isaaclab_arena.utils.interrupts import quiet_interrupts
+signal.signal(signal.SIGINT, signal.default_int_handler)
+quiet_interrupts()
+try:  # a library's optional import, as trimesh writes it: every BaseException becomes a placeholder
+    os.kill(os.getpid(), signal.SIGINT)
+    sum(range(10))
+    placeholder = None
+except BaseException as exc:
+    placeholder = exc
+print("went on", type(placeholder).__name__, flush=True)
+if sys.argv[1] == "runner":
+    from isaaclab_arena.environments.cli import run_main_reporting_user_errors
+    def main(argv):
+        raise TypeError("the placeholder's consequence")
+    run_main_reporting_user_errors(main, [])
+else:
+    raise TypeError("the placeholder's consequence")  # uncaught: the interpreter's report (quiet_interrupts)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["runner", "uncaught"])
+def test_a_ctrl_c_a_library_swallowed_ends_the_run_in_one_line(where):
+    import subprocess
+    import sys
+
+    import isaaclab_arena
+
+    proc = subprocess.run([sys.executable, "-c", _CTRL_C_SWALLOWED_BY_A_LIBRARY, where], capture_output=True,
+                          text=True, timeout=60, cwd=isaaclab_arena.ARENA_ROOT,
+                          env={**os.environ, "PYTHONPATH": isaaclab_arena.ARENA_ROOT})
+    assert proc.stdout == "went on KeyboardInterrupt\n", proc.stdout
+    assert proc.returncode == 130, (proc.returncode, proc.stderr)
+    assert proc.stderr == "interrupted\n", proc.stderr
+
+
+def test_the_recorder_reports_an_error_after_a_swallowed_ctrl_c_as_its_interruption(tmp_path, monkeypatch, capsys):
+    """The recorder's own line (nothing was written) and status 130 rather than a traceback."""
+    import isaaclab_arena
+    import isaaclab_arena.offline_placement.recording_output as recording_output
+    from isaaclab_arena.scripts.record_placement_layouts import main
+
+    def broken(cfg, device="cpu", verbose=False):
+        raise TypeError("unsupported operand type(s) for |: 'ExceptionWrapper' and 'NoneType'")
+
+    monkeypatch.setattr(recording_output, "record_settled_placement_layouts", broken)
+    spec = os.path.join(isaaclab_arena.ARENA_ROOT, "isaaclab_arena_environments", "tabletop", "mug_bowl_table.yaml")
+    out = tmp_path / "o.jsonl"
+    with pytest.raises(TypeError, match="ExceptionWrapper"):  # no Ctrl-C noted: a bug keeps its traceback
+        main([f"env_spec={spec}", f"output={out}"])
+    interrupts._interrupted = "SIGINT"
+    assert main([f"env_spec={spec}", f"output={out}"]) == 130
+    assert capsys.readouterr().err.endswith("interrupted: kept 0 accepted layouts; no file was written\n")
+    assert not out.exists()

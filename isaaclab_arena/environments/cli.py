@@ -16,7 +16,7 @@ import sys
 
 from isaaclab_arena.environments.physics import PHYSICS_CHOICES
 from isaaclab_arena.utils.arena_argparse import ArenaArgumentParser
-from isaaclab_arena.utils.interrupts import INTERRUPTED_STATUS, stop_status
+from isaaclab_arena.utils.interrupts import INTERRUPTED_STATUS, interrupted, stop_status
 from isaaclab_arena.utils.shipped_paths import shipped_path, where_paths_are_looked_for
 
 
@@ -200,7 +200,8 @@ INTERRUPTED_EXIT = {name: stop_status(name) for name in ("SIGINT", "SIGTERM")}
 def run_main_reporting_user_errors(main, argv: list[str]) -> None:
     """Runs a runner's ``main(argv)``; a refused input (bad spec, relation, layout file, pool that cannot be
     filled) ends the process with ``error: <message>`` on stderr and exit status 2 instead of a traceback;
-    Ctrl-C ends it with one ``interrupted`` line and status 130.
+    Ctrl-C ends it with one ``interrupted`` line and status 130, and so does an error raised after a Ctrl-C that a
+    library swallowed where it landed (``interrupts.interrupted``).
 
     ``main`` itself still raises, so Python callers and tests see the exceptions.
     """
@@ -210,6 +211,10 @@ def run_main_reporting_user_errors(main, argv: list[str]) -> None:
         print("interrupted", file=sys.stderr)
         raise SystemExit(INTERRUPTED_EXIT["SIGINT"]) from None
     except Exception as err:  # noqa: BLE001 - classified below; anything else keeps its traceback
+        stop = interrupted()
+        if stop is not None:  # a Ctrl-C a library swallowed where it landed, and the error it caused
+            print("interrupted", file=sys.stderr)
+            raise SystemExit(INTERRUPTED_EXIT.get(stop, INTERRUPTED_EXIT["SIGINT"])) from None
         if not is_user_error(err):
             raise
         msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)

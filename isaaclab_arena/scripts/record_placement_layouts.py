@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.render and not quiet:
         print("[recording] render=true: nothing is rendered without a viewer (--viz none, kit-less)", flush=True)
     from isaaclab_arena.environments.cli import is_user_error
-    from isaaclab_arena.utils.interrupts import StopRequested, stop_status
+    from isaaclab_arena.utils.interrupts import StopRequested, interrupted, stop_status
 
     with held_output(flags.verbose):  # Isaac Lab's import-time messages
         from isaaclab_arena.offline_placement.recording_output import (
@@ -196,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted: kept 0 accepted layouts; no file was written", file=sys.stderr, flush=True)
         return stop_status(err.args[0] if isinstance(err, StopRequested) else "SIGINT")
     except Exception as err:  # noqa: BLE001 - refused input is one line; anything else keeps its traceback
+        if interrupted() is not None:  # a Ctrl-C a library swallowed, and the error it caused: the interruption
+            print("interrupted: kept 0 accepted layouts; no file was written", file=sys.stderr, flush=True)
+            return stop_status(interrupted())
         if not is_user_error(err):
             raise
         return _error(str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err))
@@ -210,7 +213,7 @@ def _main_distributed(cfg, flags, quiet: bool) -> int:
         ShardsKept,
         record_distributed,
     )
-    from isaaclab_arena.utils.interrupts import StopRequested, stop_status
+    from isaaclab_arena.utils.interrupts import StopRequested, interrupted, stop_status
 
     try:
         result = record_distributed(cfg, device=flags.device, verbose=flags.verbose)
@@ -223,6 +226,9 @@ def _main_distributed(cfg, flags, quiet: bool) -> int:
         print("interrupted: nothing was recorded yet", file=sys.stderr, flush=True)
         return stop_status(err.args[0] if isinstance(err, StopRequested) else "SIGINT")
     except Exception as err:  # noqa: BLE001 - refused input is one line; anything else keeps its traceback
+        if interrupted() is not None:  # a Ctrl-C a library swallowed, and the error it caused: the interruption
+            print("interrupted: nothing was recorded yet", file=sys.stderr, flush=True)
+            return stop_status(interrupted())
         if not is_user_error(err):
             raise
         return _error(str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err), quiet)

@@ -27,7 +27,9 @@ def stop_status(signal_name: str) -> int:
 
 
 def _report(exc_type, exc, tb, previous=sys.excepthook) -> None:
-    if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+    # an error after a Ctrl-C that was swallowed where it landed is its consequence (:func:`interrupted`)
+    if exc_type is not None and (issubclass(exc_type, KeyboardInterrupt) or
+                                 (issubclass(exc_type, Exception) and _interrupted is not None)):
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -96,7 +98,8 @@ def _unraisable(args, previous=sys.unraisablehook) -> None:
 
 
 def quiet_interrupts() -> None:
-    """Installs, for this process, the one-line report of an uncaught Ctrl-C, a SIGINT handler that also
+    """Installs, for this process, the one-line report of an uncaught Ctrl-C (or of an uncaught error after a noted
+    one, :func:`interrupted`), a SIGINT handler that also
     remembers the interruption (see :func:`raise_if_interrupted`), and silence for a Ctrl-C that Python could not
     raise where it landed (:func:`_unraisable`; the next check raises it). Main thread only.
 
@@ -112,6 +115,17 @@ def quiet_interrupts() -> None:
         if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
             signal.signal(signal.SIGINT, _on_sigint)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def interrupted() -> str | None:
+    """The stop signal noted by this process's handlers (``SIGINT``, ``SIGTERM``), None when none arrived.
+
+    A Ctrl-C's ``KeyboardInterrupt`` can be caught where it lands by a library that catches ``BaseException``
+    (trimesh's imports of its optional parts do, seen here during start-up: the part became a placeholder and a
+    later ``Path2D | None`` raised ``TypeError``), so an error that follows a noted Ctrl-C is reported as the
+    interruption it comes from, not as a traceback (the runners' ``run_main_reporting_user_errors``, the uncaught
+    report of :func:`quiet_interrupts`)."""
+    return _interrupted
 
 
 def raise_if_interrupted() -> None:
