@@ -99,9 +99,9 @@ def _unraisable(args, previous=sys.unraisablehook) -> None:
 
 def quiet_interrupts() -> None:
     """Installs, for this process, the one-line report of an uncaught Ctrl-C (or of an uncaught error after a noted
-    one, :func:`interrupted`), a SIGINT handler that also
-    remembers the interruption (see :func:`raise_if_interrupted`), and silence for a Ctrl-C that Python could not
-    raise where it landed (:func:`_unraisable`; the next check raises it). Main thread only.
+    one, :func:`interrupted`), a SIGINT handler that also remembers the interruption (see
+    :func:`raise_if_interrupted`), and silence for a Ctrl-C that Python could not raise where it landed
+    (:func:`_unraisable`; the next check raises it). Main thread only.
 
     The runners block SIGINT as their first statement, before importing this module, and this unblocks it once
     the handler is in place: a Ctrl-C that arrived in between is delivered then, and reported in one line."""
@@ -122,7 +122,7 @@ def interrupted() -> str | None:
 
     A Ctrl-C's ``KeyboardInterrupt`` can be caught where it lands by a library that catches ``BaseException``
     (trimesh's imports of its optional parts do, seen here during start-up: the part became a placeholder and a
-    later ``Path2D | None`` raised ``TypeError``), so an error that follows a noted Ctrl-C is reported as the
+    later ``<placeholder> | None`` raised ``TypeError``), so an error that follows a noted Ctrl-C is reported as the
     interruption it comes from, not as a traceback (the runners' ``run_main_reporting_user_errors``, the uncaught
     report of :func:`quiet_interrupts`)."""
     return _interrupted
