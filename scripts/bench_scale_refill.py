@@ -199,7 +199,7 @@ def bench_refill(scene: str, envs: int, runs: int) -> None:
         solve.append(time.perf_counter() - t0)
     rm, sm = statistics.median(refill) * 1e3, statistics.median(solve) * 1e3
     print(f"bench scene={scene} stage=refill envs={envs} layouts_per_env={layouts} batch={envs * layouts} "
-          f"refill_ms={rm:.2f} solve_ms={sm:.2f} refill_vs_solve={rm / sm:.2f} runs={runs}", flush=True)
+          f"refill_ms={rm:.3f} solve_ms={sm:.3f} refill_vs_solve={rm / sm:.2f} runs={runs}", flush=True)
 
 
 def run(quick: bool) -> None:

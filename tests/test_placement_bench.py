@@ -67,8 +67,10 @@ def test_bench_quick_mode_prints_parseable_lines(tmp_path):
     assert int(pairs["objects"]) == 128 and float(pairs["listed_ms"]) > 0 and float(pairs["rule_ms"]) > 0
     refill, = [r for r in rows if r.get("stage") == "refill"]
     assert refill["scene"] == "boxes3" and int(refill["batch"]) == int(refill["envs"]) * int(refill["layouts_per_env"])
-    assert float(refill["refill_vs_solve"]) == pytest.approx(float(refill["refill_ms"]) / float(refill["solve_ms"]),
-                                                             rel=0.02)
+    # the ratio of the unrounded times, printed to 2 decimals; the times to 3 (quick mode's solve is a few 0.1 ms, so
+    # the printed times' rounding alone moves their quotient by a few %)
+    rm, sm, ratio = (float(refill[k]) for k in ("refill_ms", "solve_ms", "refill_vs_solve"))
+    assert (rm - 5e-4) / (sm + 5e-4) - 5e-3 <= ratio <= (rm + 5e-4) / (sm - 5e-4) + 5e-3, refill
     peers = [r for r in rows if r.get("peer") == "isaaclab_stock"]
     assert {r["scene"] for r in peers} == {"boxes3", "boxes10"}
     for r in peers:
