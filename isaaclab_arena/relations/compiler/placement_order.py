@@ -31,9 +31,7 @@ def parents_first(movables) -> list[int]:
     ready = [k for k, w in enumerate(waiting) if w == 0]
     order, done, lowest = [], [False] * len(movables), 0
     while len(order) < len(movables):
-        while ready and done[ready[0]]:
-            heapq.heappop(ready)
-        if ready:
+        if ready:  # never placed yet: a cycle's object is taken with parents waiting, so it is not pushed after
             k = heapq.heappop(ready)
         else:
             while done[lowest]:
