@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.render and not quiet:
         print("[recording] render=true: nothing is rendered without a viewer (--viz none, kit-less)", flush=True)
     from isaaclab_arena.environments.cli import is_user_error
-    from isaaclab_arena.utils.interrupts import StopRequested, interrupted, stop_status
+    from isaaclab_arena.utils.interrupts import stop_signal_of, stop_status
 
     with held_output(flags.verbose):  # Isaac Lab's import-time messages
         from isaaclab_arena.offline_placement.recording_output import (
@@ -192,13 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     except RecordingInterrupted as stop:
         print(stop.line(), file=sys.stderr, flush=True)
         return stop.exit_status
-    except KeyboardInterrupt as err:  # before the recording loop (building the env): nothing accepted yet
-        print("interrupted: kept 0 accepted layouts; no file was written", file=sys.stderr, flush=True)
-        return stop_status(err.args[0] if isinstance(err, StopRequested) else "SIGINT")
-    except Exception as err:  # noqa: BLE001 - refused input is one line; anything else keeps its traceback
-        if interrupted() is not None:  # a Ctrl-C a library swallowed, and the error it caused: the interruption
+    except (KeyboardInterrupt, Exception) as err:  # noqa: BLE001 - a stop or refused input: one line; else a traceback
+        stop = stop_signal_of(err)  # before the recording loop (building the env), or what a swallowed Ctrl-C caused
+        if stop is not None:
             print("interrupted: kept 0 accepted layouts; no file was written", file=sys.stderr, flush=True)
-            return stop_status(interrupted())
+            return stop_status(stop)
         if not is_user_error(err):
             raise
         return _error(str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err))
@@ -213,7 +211,7 @@ def _main_distributed(cfg, flags, quiet: bool) -> int:
         ShardsKept,
         record_distributed,
     )
-    from isaaclab_arena.utils.interrupts import StopRequested, interrupted, stop_status
+    from isaaclab_arena.utils.interrupts import stop_signal_of, stop_status
 
     try:
         result = record_distributed(cfg, device=flags.device, verbose=flags.verbose)
@@ -222,13 +220,11 @@ def _main_distributed(cfg, flags, quiet: bool) -> int:
     except ShardsKept as stop:
         print(stop.line(), file=sys.stderr, flush=True)
         return stop.exit_status
-    except KeyboardInterrupt as err:
-        print("interrupted: nothing was recorded yet", file=sys.stderr, flush=True)
-        return stop_status(err.args[0] if isinstance(err, StopRequested) else "SIGINT")
-    except Exception as err:  # noqa: BLE001 - refused input is one line; anything else keeps its traceback
-        if interrupted() is not None:  # a Ctrl-C a library swallowed, and the error it caused: the interruption
+    except (KeyboardInterrupt, Exception) as err:  # noqa: BLE001 - a stop or refused input: one line; else a traceback
+        stop = stop_signal_of(err)  # a stop signal, or the error a swallowed Ctrl-C caused
+        if stop is not None:
             print("interrupted: nothing was recorded yet", file=sys.stderr, flush=True)
-            return stop_status(interrupted())
+            return stop_status(stop)
         if not is_user_error(err):
             raise
         return _error(str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err), quiet)

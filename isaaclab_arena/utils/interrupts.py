@@ -27,9 +27,7 @@ def stop_status(signal_name: str) -> int:
 
 
 def _report(exc_type, exc, tb, previous=sys.excepthook) -> None:
-    # an error after a Ctrl-C that was swallowed where it landed is its consequence (:func:`interrupted`)
-    if exc_type is not None and (issubclass(exc_type, KeyboardInterrupt) or
-                                 (issubclass(exc_type, Exception) and _interrupted is not None)):
+    if exc is not None and stop_signal_of(exc) is not None:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -123,9 +121,20 @@ def interrupted() -> str | None:
     A Ctrl-C's ``KeyboardInterrupt`` can be caught where it lands by a library that catches ``BaseException``
     (trimesh's imports of its optional parts do, seen here during start-up: the part became a placeholder and a
     later ``<placeholder> | None`` raised ``TypeError``), so an error that follows a noted Ctrl-C is reported as the
-    interruption it comes from, not as a traceback (the runners' ``run_main_reporting_user_errors``, the uncaught
+    interruption it comes from, not as a traceback (:func:`stop_signal_of`, read by the runners and by the uncaught
     report of :func:`quiet_interrupts`)."""
     return _interrupted
+
+
+def stop_signal_of(err: BaseException) -> str | None:
+    """The stop signal an exception stands for: a :class:`StopRequested`'s, ``SIGINT`` for another
+    ``KeyboardInterrupt``, and for any other error raised after a stop signal was noted, that signal (the error a
+    swallowed Ctrl-C caused, :func:`interrupted`); None for an error of its own."""
+    if isinstance(err, StopRequested):
+        return err.args[0]
+    if isinstance(err, KeyboardInterrupt):
+        return "SIGINT"
+    return interrupted() if isinstance(err, Exception) else None
 
 
 def raise_if_interrupted() -> None:
