@@ -173,6 +173,7 @@ def _wait_until_sigint_is_caught(pid: int, timeout_s: float = 120.0) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.sim  # a Ctrl-C that comes late lands in the simulation (2.5 s reaches it on a fast host)
 @pytest.mark.parametrize("after_s", [0.3, 1.0, 2.5])
 def test_ctrl_c_at_any_moment_is_one_line(tmp_path, after_s):
     """Start-up included: a Ctrl-C in the first seconds (imports) used to print a 24-line traceback, and one that

@@ -181,3 +181,22 @@ def test_the_recorder_reports_an_error_after_a_swallowed_ctrl_c_as_its_interrupt
     assert main([f"env_spec={spec}", f"output={out}"]) == 130
     assert capsys.readouterr().err.endswith("interrupted: kept 0 accepted layouts; no file was written\n")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("raised, dumped", [(ValueError("bad"), True), (KeyboardInterrupt(), False),
+                                            (StopRequested("SIGTERM"), False), (TypeError("after"), False)])
+def test_held_output_keeps_a_failures_context_but_not_a_stops(capfd, raised, dumped):
+    """``held_output`` writes what it held to stderr when its block fails (the context of an error), not when the
+    block is stopped: a Ctrl-C during an env's creation wrote Isaac Lab's manager tables before ``interrupted``. The
+    TypeError stands for an error a swallowed Ctrl-C caused (one was noted)."""
+    from isaaclab_arena.environments.quiet_output import held_output
+
+    if isinstance(raised, TypeError):
+        interrupts._interrupted = "SIGINT"
+    with pytest.raises(type(raised)):
+        with held_output():
+            os.write(1, b"[INFO]: Base environment:\n")
+            os.write(2, b"a native warning\n")
+            raise raised
+    err = capfd.readouterr().err
+    assert (err == "[INFO]: Base environment:\na native warning\n") if dumped else err == "", err

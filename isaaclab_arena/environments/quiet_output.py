@@ -6,8 +6,11 @@ descriptors into a temporary file for the duration of a block:
 
 - ``verbose=True``: nothing is redirected;
 - the block succeeds: the held text is dropped, except lines that say ``error`` (kept on stderr);
-- the block raises (or is interrupted): everything held is written to stderr first, so a failure keeps its
-  context, then the exception propagates.
+- the block raises: everything held is written to stderr first, so a failure keeps its context, then the
+  exception propagates;
+- the block is stopped (Ctrl-C, SIGTERM, or an error a swallowed Ctrl-C caused: ``interrupts.stop_signal_of``): as
+  on success, so that the stop stays the one ``interrupted`` line the runners promise (a Ctrl-C during an env's
+  creation wrote Isaac Lab's manager tables before it).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import contextlib
 import os
 import sys
 import tempfile
+
+from isaaclab_arena.utils.interrupts import stop_signal_of
 
 
 @contextlib.contextmanager
@@ -34,6 +39,9 @@ def held_output(verbose: bool = False):
         try:
             yield
             failed = False
+        except BaseException as err:
+            failed = stop_signal_of(err) is None  # a stop is not a failure: its context is not asked for
+            raise
         finally:
             for stream in (sys.stdout, sys.stderr):
                 try:
