@@ -129,10 +129,8 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
     from the simulator); ``note`` is added to the figure title. When fewer envs are drawn than exist, the
     title says ``showing <k> of <n> envs``.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # a bare Figure (rendered by Agg when saved), not pyplot: no GUI backend and 0.1 s less start-up per run
+    from matplotlib.figure import Figure
     from matplotlib.patches import Polygon
 
     assets = {a.name: a for a in (assets or pool.assets)}
@@ -143,7 +141,8 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
     n_env = len(envs)
     cols = min(4, n_env)
     rows = math.ceil(n_env / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
+    fig = Figure(figsize=(4 * cols, 3.2 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False)
     anchors = [a for a in assets.values() if a.is_anchor]
     rings = reachability_rings(pool, poses)  # indexed by env below
     robot = robot_geometry(assets, names, poses[envs], getattr(getattr(pool, "placer", None), "params", None))
@@ -223,7 +222,6 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
     fd, tmp = temp_beside(path, suffix=".tmp.png")  # unique: processes sharing a folder never share a temporary file
     with os.fdopen(fd, "wb") as f:
         fig.savefig(f, dpi=90, format="png")
-    plt.close(fig)
     os.replace(tmp, path)
     return path
 

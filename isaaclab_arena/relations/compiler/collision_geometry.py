@@ -27,7 +27,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import trimesh
 
 from isaaclab_arena.assets.collision_mode import CollisionMode
 from isaaclab_arena.assets.geometry_reader import collision_mesh_of_spawn_cfg, prim_collision_mesh
@@ -38,6 +37,9 @@ from isaaclab_arena.relations.mesh.logs import MESH_SDF, log_once
 from isaaclab_arena.relations.compiler.object_yaw import yaw_mode
 from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On
+from isaaclab_arena.utils.lazy_import import lazy_module
+
+trimesh = lazy_module("trimesh")  # ~0.5 s of start-up with scipy and networkx: run on first use (mesh scenes)
 
 #: Most footprint outline points per geometry (support terms), and how far (m) the outline they span may
 #: fall inside the footprint's hull (collinear and nearly collinear hull vertices are dropped).

@@ -18,10 +18,12 @@ import hashlib
 from dataclasses import dataclass
 
 import numpy as np
-import trimesh
 
 from isaaclab_arena.relations.mesh import disk_cache
 from isaaclab_arena.relations.mesh.target_mesh import TargetMesh
+from isaaclab_arena.utils.lazy_import import lazy_module
+
+trimesh = lazy_module("trimesh")  # ~0.5 s of start-up with scipy and networkx: run on first use (mesh scenes)
 
 DEFAULT_NUM_SPHERES = 30
 _LLOYD_ITERATIONS = 30
