@@ -76,3 +76,24 @@ def test_a_mesh_scene_loads_trimesh_when_it_builds_a_mesh():
     """)
     got = json.loads(fresh_interpreter_last_line(code))
     assert got == {"before": "_LazyModule", "after": "module", "corners": 8, "triangles": 12, "top": 0.3}, got
+
+
+@pytest.mark.slow
+def test_the_seed_library_file_name_needs_no_newton_import():
+    """The disk name of an IK seed library carries newton's version, read from its installed metadata: the same
+    name as from ``newton.__version__`` (earlier files stay valid) without newton's 1.8 s import."""
+    code = textwrap.dedent("""
+        import json, sys
+        from isaaclab_arena.reachability.seed_library_cache import library_file_key
+        key = library_file_key(("franka_panda", 64, 0.1))
+        imported = "newton" in sys.modules
+        import newton
+        from importlib import metadata
+        def missing(name):
+            raise metadata.PackageNotFoundError(name)
+        metadata.version = missing  # newton not installed as a distribution: the module's version is read
+        print(json.dumps({"imported": imported, "same": library_file_key(("franka_panda", 64, 0.1)) == key,
+                          "version": newton.__version__}))
+    """)
+    got = json.loads(fresh_interpreter_last_line(code))
+    assert got["imported"] is False and got["same"] is True and got["version"], got
