@@ -102,3 +102,17 @@ def test_rare_full_collections_leave_old_cycles_to_the_next_one_and_free_young_o
     else:  # the default pace: full collections ran and freed the old cycles
         assert full > 0 and during["old_nodes_left"] <= promoted < 40_000, during
     assert after["after_full"] == 0  # a full collection frees everything either way
+
+
+def test_ray_tasks_set_it_before_their_imports():
+    """A Ray worker runs the evaluation's and the recordings' tasks as a runner would."""
+    import inspect
+
+    from isaaclab_arena.evaluation.ray_runner import evaluate_shard
+    from isaaclab_arena.scripts.record_many import record_one
+
+    for task in (evaluate_shard, record_one):
+        body = inspect.getsource(task)
+        assert "    collect_rarely()" in body, task.__name__
+        before = body[:body.index("    collect_rarely()")].replace("from isaaclab_arena.utils.runner_gc import", "")
+        assert "import isaaclab_arena" not in before and "from isaaclab_arena" not in before, task.__name__

@@ -47,6 +47,9 @@ def shards_of(num_episodes: int, shard_episodes: int | None) -> list[list[int]]:
 def evaluate_shard(run, episodes: list[int], output_dir: str, cwd: str, verbose: bool = False) -> dict:
     """A Ray task's work: the run's episodes ``episodes`` in an env of its own; returns the shard's summary and
     records (nothing is written but the placement diagnostics in ``output_dir``)."""
+    from isaaclab_arena.utils.runner_gc import collect_rarely
+
+    collect_rarely()  # a Ray worker runs this task as a runner would (utils/runner_gc.py), before the heavy imports
     os.chdir(cwd)
     if cwd not in sys.path:
         sys.path.insert(0, cwd)

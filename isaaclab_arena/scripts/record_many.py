@@ -72,6 +72,9 @@ def record_one(spec: str, output: str, overrides: list[str], device: str, cwd: s
     import contextlib
     import io
 
+    from isaaclab_arena.utils.runner_gc import collect_rarely
+
+    collect_rarely()  # in a Ray worker as in the runner's own process (utils/runner_gc.py), before the heavy imports
     os.chdir(cwd)
     if os.path.exists(output):
         return {"spec": spec, "output": output, "status": "kept", "wall_s": 0.0}
