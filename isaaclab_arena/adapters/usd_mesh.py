@@ -28,9 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from isaaclab_arena.assets.geometry_reader import ROUND_SECTIONS, shape_mesh
-from isaaclab_arena.utils.lazy_import import lazy_module
-
-trimesh = lazy_module("trimesh")  # ~0.5 s of start-up with scipy and networkx: run on first use (mesh scenes)
+from isaaclab_arena.utils.lazy_import import trimesh  # imported on first use (0.5 s with scipy and networkx)
 
 #: Approximations whose collider is the authored triangles.
 TRIANGLE_APPROXIMATIONS = ("none", "meshSimplification", "sdf")

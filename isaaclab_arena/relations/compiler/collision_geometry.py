@@ -37,9 +37,7 @@ from isaaclab_arena.relations.mesh.logs import MESH_SDF, log_once
 from isaaclab_arena.relations.compiler.object_yaw import yaw_mode
 from isaaclab_arena.relations.compiler.placement_restrictions import PlacementConfigError
 from isaaclab_arena.relations.relations import ClutterOn, FaceTo, On
-from isaaclab_arena.utils.lazy_import import lazy_module
-
-trimesh = lazy_module("trimesh")  # ~0.5 s of start-up with scipy and networkx: run on first use (mesh scenes)
+from isaaclab_arena.utils.lazy_import import trimesh  # imported on first use (0.5 s with scipy and networkx)
 
 #: Most footprint outline points per geometry (support terms), and how far (m) the outline they span may
 #: fall inside the footprint's hull (collinear and nearly collinear hull vertices are dropped).

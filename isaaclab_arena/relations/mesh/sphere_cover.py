@@ -21,9 +21,7 @@ import numpy as np
 
 from isaaclab_arena.relations.mesh import disk_cache
 from isaaclab_arena.relations.mesh.target_mesh import TargetMesh
-from isaaclab_arena.utils.lazy_import import lazy_module
-
-trimesh = lazy_module("trimesh")  # ~0.5 s of start-up with scipy and networkx: run on first use (mesh scenes)
+from isaaclab_arena.utils.lazy_import import trimesh  # imported on first use (0.5 s with scipy and networkx)
 
 DEFAULT_NUM_SPHERES = 30
 _LLOYD_ITERATIONS = 30

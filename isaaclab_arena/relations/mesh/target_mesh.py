@@ -17,9 +17,7 @@ import warp as wp
 
 from isaaclab_arena.relations.mesh import disk_cache
 from isaaclab_arena.relations.mesh.logs import MESH_SDF, log_once
-from isaaclab_arena.utils.lazy_import import lazy_module
-
-trimesh = lazy_module("trimesh")  # ~0.5 s of start-up with scipy and networkx: run on first use (mesh scenes)
+from isaaclab_arena.utils.lazy_import import trimesh  # imported on first use (0.5 s with scipy and networkx)
 
 #: The distance grid has this many cells along the mesh's longest side (plus one cell of margin all round),
 #: or cells of MAX_CELL_M when those are larger (big meshes: a kitchen), as long as the grid stays under
