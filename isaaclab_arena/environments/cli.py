@@ -193,10 +193,6 @@ def _absolute(path: str | None) -> str | None:
     return None if path is None else os.path.abspath(os.path.expanduser(path))
 
 
-#: Exit status of a run ended by Ctrl-C (SIGINT) or SIGTERM: 128 + the signal number.
-INTERRUPTED_EXIT = {name: stop_status(name) for name in ("SIGINT", "SIGTERM")}
-
-
 def run_main_reporting_user_errors(main, argv: list[str]) -> None:
     """Runs a runner's ``main(argv)``; a refused input (bad spec, relation, layout file, pool that cannot be
     filled) ends the process with ``error: <message>`` on stderr and exit status 2 instead of a traceback;
@@ -209,12 +205,12 @@ def run_main_reporting_user_errors(main, argv: list[str]) -> None:
         main(argv)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        raise SystemExit(INTERRUPTED_EXIT["SIGINT"]) from None
+        raise SystemExit(INTERRUPTED_STATUS) from None
     except Exception as err:  # noqa: BLE001 - classified below; anything else keeps its traceback
         stop = stop_signal_of(err)
         if stop is not None:  # a Ctrl-C a library swallowed where it landed, and the error it caused
             print("interrupted", file=sys.stderr)
-            raise SystemExit(INTERRUPTED_EXIT.get(stop, INTERRUPTED_EXIT["SIGINT"])) from None
+            raise SystemExit(stop_status(stop)) from None
         if not is_user_error(err):
             raise
         msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
