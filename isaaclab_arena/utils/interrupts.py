@@ -62,20 +62,28 @@ def _note_stop(signum, frame) -> None:
 
 
 @contextlib.contextmanager
-def deferred_stops():
+def deferred_stops(caught_only: bool = False):
     """Inside the block SIGINT and SIGTERM only note their arrival, and the next :func:`raise_if_interrupted`
     (once per iteration of the long loops: env steps, settle steps, batches) raises :class:`StopRequested`.
 
     A ``KeyboardInterrupt`` raised the moment a signal arrives can land inside a native callback or a ``__del__``,
-    where Python prints "Exception ignored ..." with a traceback and goes on; the recorder, whose interruption must
-    end in one line with every accepted layout kept, stops at its next check instead. Main thread only (elsewhere
-    the block runs unchanged); the previous handlers are restored after. A second signal before that check
-    raises at once."""
+    where Python prints "Exception ignored ..." with a traceback and goes on, or inside a Python import that native
+    code makes (USD's loader of its libraries' Python modules, run by OV PhysX's start-up: it printed seven lines of
+    USD warnings before the one-line report); the recorder, whose interruption must end in one line with every
+    accepted layout kept, and the env's creation stop at their next check instead. Main thread only (elsewhere the
+    block runs unchanged); the previous handlers are restored after. A second signal before that check raises at
+    once. A signal this process ignores stays ignored; with ``caught_only`` only the signals it handles in Python
+    (Python's Ctrl-C handler, the runners') are deferred, and one left at its default action (SIGTERM in a user's
+    script: the process ends) keeps it."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s in saved:
+    saved = {}
+    for s in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(s)
+        if handler is signal.SIG_IGN or handler is None or (caught_only and not callable(handler)):
+            continue  # ignored, set outside Python, or (caught_only) at its default action: left as it is
+        saved[s] = handler
         signal.signal(s, _note_stop)
     try:
         yield
