@@ -203,17 +203,18 @@ def test_held_output_keeps_a_failures_context_but_not_a_stops(capfd, raised, dum
 
 
 @pytest.mark.parametrize("caught_only", [False, True])
-def test_an_ignored_signal_stays_ignored_and_caught_only_leaves_default_actions(caught_only):
-    """A signal the process ignores (a job started in the background) is left alone; with ``caught_only`` (the
-    env's creation) a signal at its default action is too (SIGTERM in a user's script still ends it), while
-    one handled in Python (Python's Ctrl-C handler) is deferred."""
+def test_caught_only_leaves_ignored_and_default_signals_as_they_are(caught_only):
+    """With ``caught_only`` (the env's creation) a signal the process ignores (a job started in the background)
+    or leaves at its default action (SIGTERM in a user's script: it still ends the process) is left alone, while
+    one handled in Python (Python's Ctrl-C handler) is deferred; without it (the recorder) both are taken over."""
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         with deferred_stops(caught_only=caught_only):
-            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-            assert (signal.getsignal(signal.SIGTERM) is signal.SIG_DFL) == caught_only
+            taken = {s: signal.getsignal(s) is interrupts._note_stop for s in (signal.SIGINT, signal.SIGTERM)}
+        assert taken == {signal.SIGINT: not caught_only, signal.SIGTERM: not caught_only}
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
         signal.signal(signal.SIGINT, signal.default_int_handler)
         with deferred_stops(caught_only=caught_only):
             assert signal.getsignal(signal.SIGINT) is interrupts._note_stop

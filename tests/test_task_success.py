@@ -269,6 +269,44 @@ def test_openings_of_the_shipped_destinations():
     assert op.source == "bounding box" and np.allclose(op.lo_xy, (-0.095, -0.045)) and op.floor_z == 0.0
 
 
+@pytest.mark.parametrize("cls, geometry", [
+    ("CuboidCfg", {"size": (0.12, 0.12, 0.05)}), ("CuboidCfg", {"size": (0.3, 0.1, 0.02)}),
+    ("SphereCfg", {"radius": 0.04}),
+    *[(cls, {"radius": 0.05, "height": 0.08, "axis": axis}) for cls in ("CylinderCfg", "ConeCfg", "CapsuleCfg",
+                                                                       "MeshCylinderCfg")
+      for axis in ("X", "Y", "Z")],
+    ("CylinderCfg", {"radius": 0.04, "height": 0.08, "axis": "X"}),  # a square footprint that is not round
+])
+def test_a_procedural_destination_gets_the_opening_its_mesh_gives(cls, geometry):
+    """A procedural shape's opening is read from its fields (no mesh, no trimesh at an evaluation's start): closed
+    top (a convex shape), the same as the mesh rule measures on the shape's mesh, except for a cone on its side."""
+    import isaaclab.sim as sim_utils
+
+    from isaaclab_arena.assets.asset import Object
+    from isaaclab_arena.assets.geometry_reader import shape_mesh
+    from isaaclab_arena.tasks.destination_opening import destination_opening, opening_from_mesh
+
+    dest = Object("dest", getattr(sim_utils, cls)(**geometry))
+    box = dest.get_bounding_box()
+    mesh = shape_mesh(dest.spawn_cfg)
+    measured = opening_from_mesh(box.min_point, box.max_point, np.asarray(mesh.vertices, np.float64),
+                                 np.asarray(mesh.faces, np.int64), 0.005)
+    got = destination_opening(dest, 0.005)
+    assert got.source == "closed top" and got.round == (cls == "SphereCfg" or geometry.get("axis") == "Z")
+    if cls == "ConeCfg" and geometry["axis"] != "Z":
+        # a cone on its side: the mesh rule's downward ray at the footprint's centre meets its slanted side below
+        # the top and takes the cone for an open container; a convex shape is closed: footprint less the margin
+        assert measured.source == "inner walls"
+        half = np.array([0.04, 0.05]) if geometry["axis"] == "X" else np.array([0.05, 0.04])
+        np.testing.assert_allclose([*got.lo_xy, *got.hi_xy, got.rim_z, got.floor_z],
+                                   [*(0.005 - half), *(half - 0.005), 0.05, 0.05], atol=1e-9)
+        return
+    assert measured.source == "closed top" and got.round == measured.round
+    np.testing.assert_allclose([got.radius_m, *got.centre_xy, *got.lo_xy, *got.hi_xy, got.rim_z, got.floor_z],
+                               [measured.radius_m, *measured.centre_xy, *measured.lo_xy, *measured.hi_xy,
+                                measured.rim_z, measured.floor_z], atol=1e-9)
+
+
 def test_task_success_parameters():
     import isaaclab_arena_environments.assets.library as library
 

@@ -72,17 +72,18 @@ def deferred_stops(caught_only: bool = False):
     USD warnings before the one-line report); the recorder, whose interruption must end in one line with every
     accepted layout kept, and the env's creation stop at their next check instead. Main thread only (elsewhere the
     block runs unchanged); the previous handlers are restored after. A second signal before that check raises at
-    once. A signal this process ignores stays ignored; with ``caught_only`` only the signals it handles in Python
-    (Python's Ctrl-C handler, the runners') are deferred, and one left at its default action (SIGTERM in a user's
-    script: the process ends) keeps it."""
+    once. Without ``caught_only`` both signals stop the block's work whatever their disposition was (a recording
+    started in the background, SIGINT ignored, still stops on ``kill -INT`` with its layouts kept); with it only
+    the signals the process handles in Python (Python's Ctrl-C handler, the runners') are deferred, and one that
+    is ignored or at its default action (SIGTERM in a user's script: the process ends) keeps it."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     saved = {}
     for s in (signal.SIGINT, signal.SIGTERM):
         handler = signal.getsignal(s)
-        if handler is signal.SIG_IGN or handler is None or (caught_only and not callable(handler)):
-            continue  # ignored, set outside Python, or (caught_only) at its default action: left as it is
+        if caught_only and not callable(handler):
+            continue  # ignored, at its default action or set outside Python: left as it is
         saved[s] = handler
         signal.signal(s, _note_stop)
     try:
