@@ -4,7 +4,7 @@
 registers the IK backend ``curobo`` (``isaaclab_arena.reachability.backends``) for
 embodiments that have a cuRobo config (``Embodiment.curobo_config``, e.g. ``franka.yml`` for ``franka_panda``)
 and a URDF. It checks them with cuRobo's batched IK when the placement runs on a CUDA device and cuRobo imports;
-otherwise the backend choice (``backends.ik_backend_for``) checks them with the default newton backend and prints
+otherwise the backend choice (``backends.ik_backend_for``) checks them with the default builtin backend and prints
 one line saying why (``backend.unusable_reason``: no CUDA device, or cuRobo not installed). Importing the package
 registers nothing.
 

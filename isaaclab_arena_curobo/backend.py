@@ -1,11 +1,11 @@
 """cuRobo IK behind the ``ik_reachable`` check (cuRobo's ``IKSolver`` / ``IKSolverConfig`` API, v0.7 era).
 
-:class:`CuroboIKChecker` answers the same question as the default newton checker: can the robot's TCP reach a
+:class:`CuroboIKChecker` answers the same question as the default builtin checker: can the robot's TCP reach a
 top-down grasp ``grasp_z_offset_m`` above each object from each candidate's base pose, within the position and
 rotation thresholds of ``ReachabilityConfig``, with its joints inside the limits of the embodiment's URDF.
 
 How: the grasp targets go into each candidate's base frame (``top_down_grasp_targets``, the same targets as the
-newton backend), the TCP targets become targets of cuRobo's end-effector link (the TCP offset
+builtin backend), the TCP targets become targets of cuRobo's end-effector link (the TCP offset
 ``RobotDescription.curobo_tcp_offset_m`` removed), and one ``IKSolver.solve_batch`` call solves every
 (candidate, object) problem. Positions metres; quaternions xyzw here, wxyz in cuRobo's ``Pose``.
 
@@ -25,15 +25,15 @@ What the adapter takes from cuRobo's documented API, and how it fits the project
 - **Joint limits** are the embodiment's: the robot configuration named by ``Embodiment.curobo_config``
   (collision spheres, locked joints, retract pose) is loaded with its ``kinematics.urdf_path`` replaced by the
   embodiment's URDF (and ``base_link`` by its root link), so cuRobo parses the same ``<limit>`` values as the
-  newton backend. Measured for the Franka: cuRobo's bundled ``franka_panda.urdf`` has the shipped URDF's
+  builtin backend. Measured for the Franka: cuRobo's bundled ``franka_panda.urdf`` has the shipped URDF's
   *soft* limits (its ``safety_controller`` values), 0.0698 rad inside the shipped hard limits on every arm
   joint (e.g. joint 4 upper -0.0698 against 0.0, joint 6 lower -0.0175 against -0.0873, joint 2 +-1.7628
-  against +-1.8326); with the bundled URDF, cuRobo refused grasps that the newton backend and the simulated
+  against +-1.8326); with the bundled URDF, cuRobo refused grasps that the builtin backend and the simulated
   robot (USD built from the shipped URDF) reach. Every solution is also checked against the URDF's limits
   before it counts as reachable.
 - **Device.** cuRobo runs on CUDA only. :func:`unusable_reason` says why it cannot run for a placement
   device (not CUDA, or cuRobo does not import); the backend choice
-  (``isaaclab_arena.reachability.backends.ik_backend_for``) then uses the project's newton backend and prints
+  (``isaaclab_arena.reachability.backends.ik_backend_for``) then uses the project's builtin backend and prints
   that reason in one line.
 """
 
@@ -212,7 +212,7 @@ class CuroboIKChecker:
                                   device=self.device)
         self.upper = torch.tensor([urdf_limits[n][1] for n in self.joint_names], dtype=torch.float32,
                                   device=self.device)
-        # the tool's yaw at home relative to the base-to-object azimuth: the same grasp as the newton backend
+        # the tool's yaw at home relative to the base-to-object azimuth: the same grasp as the builtin backend
         home = torch.tensor([[robot.home_joint_pos.get(n, 0.5 * (lo + hi)) for n, lo, hi in
                               zip(chain.joint_names, chain.lower, chain.upper)]], dtype=torch.float32)
         _, rot = ChainFK(chain).forward(home)

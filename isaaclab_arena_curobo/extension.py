@@ -8,6 +8,6 @@ from __future__ import annotations
 from isaaclab_arena.relations.extensions import PlacementExtension
 from isaaclab_arena_curobo.backend import BACKEND_NAME, register_backend
 
-#: Registers the ``curobo`` IK backend (used on CUDA where cuRobo imports; elsewhere the newton backend checks
+#: Registers the ``curobo`` IK backend (used on CUDA where cuRobo imports; elsewhere the builtin backend checks
 #: and one line says why).
 CUROBO = PlacementExtension(BACKEND_NAME, setup=register_backend)

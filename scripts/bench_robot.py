@@ -10,9 +10,9 @@
   least 1 s of repeated calls. ``reachable`` is the fraction of candidates found reachable.
 * ``robot_pool_fill`` (``--only fill``): the robot scene's pool fill, ``robot/<arm>_pick_and_place.yaml`` loaded
   as a user would, 16 envs x its layouts per env, ``ik_reachable`` included: ``fill_s`` the median of 7 refills
-  of every env after the first fill, ``first_fill_s`` the first (compile, solver buckets, and newton's model of
-  the arm when an LM solve needs it), ``checker_build_s`` the first ``IKReachabilityChecker`` of the process
-  (newton imported before; its seed library read from disk, or solved when absent).
+  of every env after the first fill, ``first_fill_s`` the first (compile and the kernels' first loads),
+  ``checker_build_s`` the first ``IKReachabilityChecker`` of the process (its seed library read from disk, or
+  solved when absent).
 * ``robot_env_steps_per_s``: env-steps/s of a kit-less OV PhysX env (CPU) with the Franka, the table and a
   mug, zero actions (the arm holds its home pose), after 20 warm-up steps.
 * ``pick_and_place_env_steps_per_s`` (``--only pick``): env-steps/s of the registered
@@ -228,8 +228,6 @@ def bench_fill(embodiment: str, num_envs: int = 16, refills: int = 7) -> None:
     """Prints the robot scene's pool fill: the shipped pick-and-place spec of the arm, ``num_envs`` envs x its
     layouts per env, ``ik_reachable`` included (the placer takes the robot from the spec's assets)."""
     import os
-
-    import newton  # noqa: F401 - imported before the timed build, as in any env that simulates with it
 
     from isaaclab_arena import ARENA_ROOT
     from isaaclab_arena.embodiments import make_embodiment

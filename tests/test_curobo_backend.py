@@ -8,7 +8,7 @@ as the ``curobo`` modules. Verdicts are re-checked with the project's independen
 
 Covered: the rotation-error conversion (a grasp 0.15 rad off is refused at the 0.1 rad threshold; read as
 radians, cuRobo's raw 0.075 passed), joint names from the robot configuration, the backend choice (cuRobo only
-on a CUDA device with cuRobo importable, else newton and one line saying why), and joint limits from the
+on a CUDA device with cuRobo importable, else the builtin backend and one line saying why), and joint limits from the
 embodiment's URDF (a grasp reachable only inside the shipped URDF's limits, refused by cuRobo's bundled ones).
 """
 
@@ -94,7 +94,7 @@ def test_rotation_error_conversion_is_exact():
     assert math.sin(0.15 / 2) < 0.1
 
 
-def test_without_curobo_newton_checks_the_robot_and_one_line_says_why(capsys):
+def test_without_curobo_the_builtin_backend_checks_the_robot_and_one_line_says_why(capsys):
     import isaaclab_arena_curobo
     from isaaclab_arena.embodiments.embodiment import Embodiment
     from isaaclab_arena.reachability.ik_reachability import IKReachabilityChecker
@@ -108,18 +108,18 @@ def test_without_curobo_newton_checks_the_robot_and_one_line_says_why(capsys):
     assert isinstance(ik_backend_for(robot, "cpu"), IKReachabilityChecker)
     lines = _backend_lines(capsys)
     assert len(lines) == 1, lines
-    assert lines[0].startswith("[placement] ik_reachable: 'robot' is checked by the newton IK backend, not curobo: ")
+    assert lines[0].startswith("[placement] ik_reachable: 'robot' is checked by the builtin IK backend, not curobo: ")
     assert "cuRobo is not installed (no module named 'curobo')" in lines[0] and "runs on 'cpu'" in lines[0]
     assert isinstance(ik_backend_for(robot, "cpu"), IKReachabilityChecker)
     assert _backend_lines(capsys) == []  # once per robot and device
     assert isaaclab_arena_curobo.unusable_reason("cuda:0").startswith("cuRobo is not installed")
     plain = Embodiment("other", dataclasses.replace(robot.description, curobo_config=None))
-    assert backend_name_for(plain) == "newton"
+    assert backend_name_for(plain) == "builtin"
     assert isinstance(ik_backend_for(plain, "cpu"), IKReachabilityChecker)
     assert _backend_lines(capsys) == []  # no cuRobo config: nothing skipped, nothing said
 
 
-def test_cpu_placement_uses_newton_even_with_curobo(standin, capsys):
+def test_cpu_placement_uses_the_builtin_backend_even_with_curobo(standin, capsys):
     from isaaclab_arena.reachability.ik_reachability import IKReachabilityChecker
     from isaaclab_arena_curobo import is_curobo_available, unusable_reason
 
@@ -128,7 +128,7 @@ def test_cpu_placement_uses_newton_even_with_curobo(standin, capsys):
     robot = make_embodiment("franka_panda")
     capsys.readouterr()
     assert isinstance(ik_backend_for(robot, "cpu"), IKReachabilityChecker)
-    assert _backend_lines(capsys) == ["[placement] ik_reachable: 'robot' is checked by the newton IK backend, not "
+    assert _backend_lines(capsys) == ["[placement] ik_reachable: 'robot' is checked by the builtin IK backend, not "
                                       "curobo: cuRobo needs a CUDA device and the placement runs on 'cpu'"]
     assert standin.CALLS == []
 
@@ -217,7 +217,7 @@ def test_rotation_error_is_judged_in_radians(standin, threshold_rad, reachable):
 def test_joint_limits_come_from_the_embodiment_urdf(standin):
     """cuRobo's bundled Franka limits are 0.0698 rad inside the shipped URDF's on every arm joint. The adapter
     hands cuRobo the embodiment's URDF, so both backends judge the shipped limits: a grasp reachable only beyond
-    the bundled limits is reachable, as the newton backend and the Pinocchio reference find it."""
+    the bundled limits is reachable, as the builtin backend and the Pinocchio reference find it."""
     from curobo.types.base import TensorDeviceType
     from curobo.types.math import Pose
     from curobo.types.robot import RobotConfig
@@ -249,9 +249,9 @@ def test_joint_limits_come_from_the_embodiment_urdf(standin):
     assert outside_bundled, q  # the solution needs the band between the two limit sets
     pos_err, angle = _fk_check(result, ORIGIN, objects, config, 0, 0)
     assert pos_err <= 0.005 and angle <= 0.05
-    # the newton backend agrees
-    newton = IKReachabilityChecker(robot.reachability_robot, device="cpu").check_config(ORIGIN, objects, config)
-    assert newton.reachable.tolist() == [[True]]
+    # the builtin backend agrees
+    builtin = IKReachabilityChecker(robot.reachability_robot, device="cpu").check_config(ORIGIN, objects, config)
+    assert builtin.reachable.tolist() == [[True]]
 
     # cuRobo with its bundled configuration (what the adapter handed it before): the same hand goal is refused
     ta = TensorDeviceType(device=torch.device("cpu"))

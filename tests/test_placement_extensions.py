@@ -68,7 +68,7 @@ def test_importing_a_backend_registers_nothing():
             "from isaaclab_arena.relations.validation.registry import registered_validators\n"
             "from isaaclab_arena.reachability.backends import registered_ik_backends\n"
             "print(sorted(registered_validators()), registered_ik_backends())\n")
-    assert fresh_interpreter_last_line(code) == "[] ['newton']"
+    assert fresh_interpreter_last_line(code) == "[] ['builtin']"
 
 
 def test_setup_runs_for_each_placer_built_with_the_extension():

@@ -1,4 +1,4 @@
-"""Reachability verdicts of the newton.ik checker against an independent IK (Pinocchio + projected DLS in
+"""Reachability verdicts of the IK checker (the builtin backend) against an independent IK (Pinocchio + projected
 float64 numpy, solved in batches, ``reachability_reference.py``) on 1,000+ targets (issue 20 item 1; the cases
 are built by ``reachability_agreement_cases.py``, which ``scripts/bench_robot.py --only agreement`` prints
 too): 500 random ones around 50 turned and 50 relation-placed robot bases (the arm of

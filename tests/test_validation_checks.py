@@ -52,7 +52,7 @@ def test_builtin_checks_registered_and_ik_applies_only_with_an_embodiment():
     placer = ObjectPlacer(ObjectPlacerParams())
     names = set(builtin_checks()) | set(registered_validators()) | set(extension_validators(placer.extensions))
     assert all(c in names for c in BUILTIN) and builtin_checks() == tuple(BUILTIN)
-    assert PlacementCheck.IK_REACHABLE.value in names  # the default set's (newton IK); used with an embodiment only
+    assert PlacementCheck.IK_REACHABLE.value in names  # the default set's (builtin IK); used with an embodiment only
     assert PlacementCheck.IK_REACHABLE.value not in placer.runner.checks
     assert [c.value for c in PlacementCheck][:len(BUILTIN)] == BUILTIN
 

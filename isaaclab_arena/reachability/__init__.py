@@ -1,4 +1,4 @@
-"""Batched IK reachability of top-down grasps (torch + newton.ik; no Isaac Lab, no USD).
+"""Batched IK reachability of top-down grasps (torch + warp; no Isaac Lab, no USD).
 
 ``IKReachabilityChecker(robot).check(base_pose (B, 7), object_positions (B, K, 3))`` -> (B, K) verdicts and
 residuals. The robot is described by a :class:`ReachabilityRobot` (URDF path, base and tool links, home

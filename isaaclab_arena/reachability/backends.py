@@ -2,11 +2,12 @@
 
 A backend is anything with ``check_config(base_pose (B, 7), object_positions (B, K, 3), reachability_config,
 mask=None) -> ReachabilityResult`` (:class:`IKReachabilityChecker` is one). The default backend,
-``newton``, is batched IK with ``newton.ik`` on ``cpu`` or ``cuda:N`` and needs only the embodiment's URDF
+``builtin``, is the project's batched IK (damped least squares with the joint limits held, one warp kernel:
+``reachability/ik_reachability.py``) on ``cpu`` or ``cuda:N`` and needs only the embodiment's URDF
 (``Embodiment.reachability_robot``). Other backends register with :func:`register_ik_backend` and say which
 embodiments they serve; ``isaaclab_arena_curobo`` registers ``curobo`` for embodiments with a cuRobo config,
 usable only on a CUDA device where cuRobo imports (its ``unusable_reason``). :func:`ik_backend_for` picks the
-most recently registered backend that serves the embodiment and can run on the device, else ``newton`` (saying
+most recently registered backend that serves the embodiment and can run on the device, else ``builtin`` (saying
 in one line why it skipped one), and builds it once per (backend, robot, device).
 """
 
@@ -15,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-#: Name of the default backend (batched newton.ik).
-DEFAULT_BACKEND = "newton"
+#: Name of the default backend (the project's batched IK; ``newton`` until 2026-12-07, when it ran newton.ik's LM).
+DEFAULT_BACKEND = "builtin"
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class IKBackend:
     """A registered IK backend.
 
     Attributes:
-        name: Backend name (``newton``, ``curobo``).
+        name: Backend name (``builtin``, ``curobo``).
         serves: ``serves(embodiment) -> bool``: True when this backend can check that embodiment.
         make: ``make(embodiment, device) -> checker`` with ``check_config(base, objects, config, mask)``.
     """
@@ -38,13 +39,13 @@ def _has_kinematic_model(embodiment) -> bool:
     return getattr(embodiment, "reachability_robot", None) is not None
 
 
-def _make_newton(embodiment, device: str):
+def _make_builtin(embodiment, device: str):
     from isaaclab_arena.reachability.ik_reachability import IKReachabilityChecker
 
     return IKReachabilityChecker(embodiment.reachability_robot, device=device)
 
 
-_BACKENDS: dict[str, IKBackend] = {DEFAULT_BACKEND: IKBackend(DEFAULT_BACKEND, _has_kinematic_model, _make_newton)}
+_BACKENDS: dict[str, IKBackend] = {DEFAULT_BACKEND: IKBackend(DEFAULT_BACKEND, _has_kinematic_model, _make_builtin)}
 _CHECKERS: dict[tuple, Any] = {}
 
 
@@ -103,7 +104,7 @@ def ik_backend_for(embodiment, device: str = "cpu"):
 
     Backends are tried most recently registered first, among those that serve ``embodiment``. A backend whose
     ``make`` has ``unusable_reason(device) -> str | None`` (the ``curobo`` backend: CUDA only, and only when
-    cuRobo imports) is skipped where that returns a reason; the next one (in the end ``newton``) checks the
+    cuRobo imports) is skipped where that returns a reason; the next one (in the end ``builtin``) checks the
     embodiment, and one line, printed when that checker is built (once per robot and device), says which backend
     was skipped and why.
     """

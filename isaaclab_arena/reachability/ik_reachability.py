@@ -1,4 +1,5 @@
-"""Batched top-down-grasp reachability with ``newton.ik`` (Levenberg-Marquardt), on ``cpu`` or ``cuda:0``.
+"""Batched top-down-grasp reachability by damped least squares with the joint limits held (one warp kernel,
+:class:`~isaaclab_arena.reachability.limit_polish.LimitPolish`), on ``cpu`` or ``cuda:0``.
 
 For B candidates (robot base pose each) and K objects each, :meth:`IKReachabilityChecker.check` answers
 whether the robot's TCP can reach a top-down grasp ``grasp_z_offset_m`` above every object position
@@ -13,46 +14,37 @@ How (no Python loop over candidates):
    bound of the position error of any configuration within the rotation threshold.
 2. Stage 1 solves every problem from one informed seed: the solution, found once at construction, for
    the nearest of a grid of top-down targets in the plane in front of the robot (by reach and height),
-   turned toward the object (the first vertical joint rotated by the object's azimuth). Its early look is
-   :data:`EARLY_LOOK_ITERATIONS` damped least-squares iterations with the limits held (the polish kernel of
-   stage 3, one launch for every problem), which reaches most problems to within :data:`CONVERGED_SCORE` of
-   the thresholds; the others are solved by ``newton.ik``'s LM from the same seed with the full iterations.
+   turned toward the object (the first vertical joint rotated by the object's azimuth). Most problems are
+   reached to within :data:`CONVERGED_SCORE` of the thresholds in a few iterations and stop there.
 3. Stage 2 re-solves only the problems stage 1 left unreached, from ``n_seeds - 1`` fixed quasi-random
-   (Roberts sequence) configurations spread over the joint limits, by LM (in the same call as stage 1's LM
-   when both fit in :data:`MERGED_ROWS` rows).
-3b. Stage 3 polishes the near misses (best score between 1 and :data:`NEAR_MISS_SCORE`) with the joint
-   limits held exactly and the rotation weight balanced toward the verdict's max()
-   (:class:`~isaaclab_arena.reachability.limit_polish.LimitPolish`), from their best solution, their
-   stage-1 LM solution, their best stage-2 ones (:data:`POLISH_STARTS`), the library solutions of the
-   :data:`LIBRARY_STARTS` nearest cells, and all of these through the other shoulder (j1 + pi, -j2, j3 + pi:
-   the same tool poses on a roll-pitch-roll shoulder, found by FK at construction; it reaches behind the base
-   past j1's limits).
-   LM's soft limits and clamping, and its least-squares trade-off, miss grasps near the boundary that a
-   configuration inside the limits reaches within both thresholds.
-4. Every solution is clamped to the joint limits and measured by forward kinematics (:class:`ChainFK`);
-   the verdict is about the clamped, feasible configuration, so limits are respected by construction.
+   (Roberts sequence) configurations spread over the joint limits, each on its own.
+3b. Stage 3 polishes the near misses (best score between 1 and :data:`NEAR_MISS_SCORE`) to the end of its
+   iterations, from their stage-1 solution and their best stage-2 ones (:data:`POLISH_STARTS`), the library
+   solutions of the :data:`LIBRARY_STARTS` nearest cells, and all of these through the other shoulder (j1 + pi, -j2, j3 + pi: the same tool poses on a roll-pitch-roll shoulder, found by
+   FK at construction; it reaches behind the base past j1's limits), keeping the best.
+4. Every iterate is inside the joint limits (a joint at a limit that a step would push further out is held), the
+   rotation residual's weight is balanced per problem toward the verdict's max(), and every solution is measured
+   by the chain's forward kinematics, so the verdict is about a feasible configuration.
 
-Seeds are deterministic (no random draw): the same inputs give the same verdicts. Solvers are cached
-per problem-count bucket (eight per octave, multiples of 64), so varying batch sizes reuse compiled kernels and
-buffers; newton's model of the chain is built by the first LM solve (:meth:`IKReachabilityChecker._lm_model`).
-Targets refused by the reach bounds never reach the solver, and a problem the early look reaches never reaches
-LM: on the CPU an LM call costs about 0.6 ms per iteration whatever its size (some 15 kernel
-launches) plus about 3.5 us per problem and iteration, the polish kernel about 0.7 us per problem and iteration.
+Every stage runs the same kernel (``LimitPolish``): one launch per stage, about 0.7 us per problem and iteration
+on the CPU. Stages 1 and 2 were ``newton.ik``'s Levenberg-Marquardt until 2026-12-07 (soft limits, clamped after):
+its import cost every robot process about 1.5 s (its solvers, viewers and rerun), its calls about 0.6 ms per
+iteration whatever their size (some 15 kernel launches), and the verdicts agree with an independent IK
+(Pinocchio) without it as they did with it (``tests/test_reachability_agreement.py``). Seeds are deterministic
+(no random draw): the same inputs give the same verdicts. Targets refused by the reach bounds never reach the
+solver.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
-import threading
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from isaaclab_arena.reachability.chain_fk import ChainFK, matrix_to_quat_xyzw, rotation_angle_between
+from isaaclab_arena.reachability.chain_fk import ChainFK, rotation_angle_between
 from isaaclab_arena.reachability.grasp_targets import top_down_grasp_targets
 from isaaclab_arena.reachability.limit_polish import LimitPolish
 from isaaclab_arena.reachability.reach_bounds import ReachBounds
@@ -116,8 +108,8 @@ def _roberts_fractions(count: int, dims: int) -> np.ndarray:
 
 #: Stage 3 polishes problems whose best score is above 1 and below this (near misses of the boundary).
 NEAR_MISS_SCORE = 3.0
-#: Stage 3 starts from a problem's best solution, its stage-1 LM solution and its ``POLISH_STARTS - 1`` best stage-2
-#: solutions.
+#: Stage 3 starts from a problem's stage-1 solution and its ``POLISH_STARTS - 1`` best stage-2 solutions (the best
+#: of them all among these).
 POLISH_STARTS = 4
 #: ... and from the library solutions of the ``LIBRARY_STARTS`` nearest (reach, height) cells.
 LIBRARY_STARTS = 4
@@ -126,23 +118,9 @@ LIBRARY_STARTS = 4
 #: (reach-height cells (L, 2), joint solutions (L, C)). A second checker of the same arm builds in ~0.02 s, not ~0.6 s.
 _LIBRARIES: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 
-#: Damped least-squares iterations of stage 1's early look (the polish kernel): a problem reached by then to within
-#: :data:`CONVERGED_SCORE` is not solved further (most are). 0: the seed alone is judged, every other problem goes
-#: to LM.
-EARLY_LOOK_ITERATIONS = 10
-
-#: The early look stops a problem once its errors are within this fraction of the thresholds (1 mm and 0.01 rad at the
+#: Stages 1 and 2 stop a problem once its errors are within this fraction of the thresholds (1 mm and 0.01 rad at the
 #: defaults): a reached grasp's joints are a solution to drive the arm with, not one at the edge of the verdict.
 CONVERGED_SCORE = 0.1
-
-#: Stage 1's rest (the problems its early look left unreached) and their stage-2 rows go into one LM call when they
-#: are at most this many rows: below a few hundred rows a call's cost is mostly its fixed per-iteration kernel
-#: launches on the CPU (iiwa, 30 iterations: 64 rows 19 ms, 192 rows 32 ms, 458 rows 66 ms), so one call of both beats
-#: two even where the full solve reaches some of the rest, whose stage-2 rows are then not used.
-MERGED_ROWS = 256
-
-#: Weight of the soft joint-limit objective (solutions are clamped to the limits afterwards anyway).
-LIMIT_WEIGHT = 10.0
 
 
 def _keep_better(best: tuple[torch.Tensor, ...], rows: torch.Tensor, new: tuple[torch.Tensor, ...]) -> None:
@@ -154,27 +132,6 @@ def _keep_better(best: tuple[torch.Tensor, ...], rows: torch.Tensor, new: tuple[
         b[upd] = n[better]
 
 
-class _Solver:
-    """One ``newton.ik.IKSolver`` for a fixed problem count, with its objective target buffers."""
-
-    def __init__(self, model, tcp_body: int, count: int, device: str):
-        import warp as wp
-        from newton import ik
-
-        self.count = count
-        self.position = ik.IKObjectivePosition(link_index=tcp_body, link_offset=wp.vec3(0.0, 0.0, 0.0),
-                                               target_positions=wp.zeros(count, dtype=wp.vec3, device=device))
-        self.rotation = ik.IKObjectiveRotation(link_index=tcp_body, link_offset_rotation=wp.quat_identity(),
-                                               target_rotations=wp.zeros(count, dtype=wp.vec4, device=device))
-        limits = ik.IKObjectiveJointLimit(joint_limit_lower=model.joint_limit_lower,
-                                          joint_limit_upper=model.joint_limit_upper, weight=LIMIT_WEIGHT)
-        self.solver = ik.IKSolver(model=model, n_problems=count, objectives=[self.position, self.rotation, limits],
-                                  optimizer="lm", jacobian_mode="analytic", sampler="none", n_seeds=1,
-                                  lambda_initial=0.1)
-        self.q_in = wp.zeros((count, model.joint_coord_count), dtype=wp.float32, device=device)
-        self.q_out = wp.zeros((count, model.joint_coord_count), dtype=wp.float32, device=device)
-
-
 class IKReachabilityChecker:
     """Batched top-down-grasp reachability for one robot arm (see module docstring).
 
@@ -182,7 +139,7 @@ class IKReachabilityChecker:
         robot: The arm's description.
         device: ``cpu`` or ``cuda:N``.
         n_seeds: Seeds per problem: 1 informed + ``n_seeds - 1`` quasi-random ones for stage 2.
-        iterations: LM iterations per stage.
+        iterations: Damped least-squares iterations per start of stages 1 to 3.
     """
 
     def __init__(self, robot: ReachabilityRobot, device: str = "cpu", n_seeds: int = 8, iterations: int = 30):
@@ -194,8 +151,6 @@ class IKReachabilityChecker:
         self.n_seeds, self.iterations = int(n_seeds), int(iterations)
         self.chain: UrdfChain = load_urdf_chain(robot.urdf_path, robot.base_link, robot.tcp_link)
         wp.init()
-        self._model = None  # (newton's model of the chain, its TCP body's index): built by the first LM solve
-        self._model_lock = threading.Lock()
         self.joint_names = list(self.chain.joint_names)
         unknown = sorted(set(robot.home_joint_pos) - set(self.joint_names))
         if unknown:
@@ -221,7 +176,6 @@ class IKReachabilityChecker:
         # the seed library's grid is laid out about the first movable joint's origin (not the bounds' centre, which
         # may sit higher up the chain): the library, and so the seeds, stay those of the chain alone
         self._library_origin_z = float(self.chain.folded_transforms()[0][0][2, 3])
-        self._solvers: dict[int, _Solver] = {}
         self._library_rz = torch.zeros(0, 2, device=tdev)
         self._library_q = torch.zeros(0, len(self.joint_names), device=tdev)
         self._flip = self._find_shoulder_flip()
@@ -282,11 +236,6 @@ class IKReachabilityChecker:
         """TCP position (N, 3) metres and rotation (N, 3, 3) in the base frame for (N, n_joints) joint positions."""
         return self._fk.forward(torch.as_tensor(joint_pos, dtype=torch.float32, device=torch.device(self.device)))
 
-    @property
-    def model(self):
-        """newton's model of the chain, which ``newton.ik``'s LM solves on (built on first use: :meth:`_lm_model`)."""
-        return self._lm_model()[0]
-
     # ---- internals -----------------------------------------------------------------------------------------
     @staticmethod
     def _score(pos_err: torch.Tensor, rot_err: torch.Tensor, thresholds: tuple[float, float]) -> torch.Tensor:
@@ -295,48 +244,17 @@ class IKReachabilityChecker:
 
     def _solve_problems(self, pos: torch.Tensor, rot: torch.Tensor, azimuth: torch.Tensor,
                         thresholds: tuple[float, float]):
-        """Stages 1 to 3 for (M,) base-frame targets -> best clamped q (M, C), errors (M,), scores (M,)."""
-        # rotation residuals weigh pos_thr / rot_thr against position ones (metres): the LM objective then
-        # trades position against orientation error the way the verdict does
-        weight = thresholds[0] / thresholds[1]
+        """Stages 1 to 3 for (M,) base-frame targets -> best q inside the limits (M, C), errors (M,), scores (M,)."""
         seeds = self._informed_seeds(pos, azimuth)
-        # stage 1's early look: a few damped least-squares iterations from the informed seed, with the limits held
-        # (the polish kernel: one launch); most problems are reached there and done
-        q, pos_err, rot_err = self._polish.polish(pos, rot, seeds[:, None], thresholds, EARLY_LOOK_ITERATIONS,
-                                                  stop_score=CONVERGED_SCORE)
+        # stage 1: every problem from its informed seed; most are reached within a few iterations and stop there
+        q, pos_err, rot_err = self._solve_and_measure(pos, rot, seeds, thresholds, self.iterations)
         score = self._score(pos_err, rot_err, thresholds)
+        starts = q[:, None].clone()  # (M, 1 + k, C) stage-3 starting configurations: stage 1's solution first
         s = self._spread.shape[0]
-
-        def spread_rows(problems):  # stage 2's LM rows: each problem from every spread seed
-            return (pos[problems].repeat_interleave(s, 0), rot[problems].repeat_interleave(s, 0),
-                    self._spread.repeat(problems.numel(), 1))
-
         rest = (score > 1).nonzero().squeeze(-1)
-        merged = None  # (problems, stage-2 rows' q, position and rotation errors) when solved with stage 1's rest
-        lm = q.clone()  # stage 1's LM solution of the rest (else the early look's): a stage-3 start too
-        if rest.numel():
-            # the problems the early look left unreached are solved by LM from their seeds with the full iterations
-            # (the better of the two results kept); a few of them also get their stage-2 rows in the same call (rows
-            # are independent, so results are those of separate calls), saving a call's fixed cost
-            r = rest.numel()
-            rows = (pos[rest], rot[rest], seeds[rest])
-            if s and r * (1 + s) <= MERGED_ROWS:
-                rows = tuple(torch.cat(pair) for pair in zip(rows, spread_rows(rest)))
-            qa, pa, ra = self._solve_and_measure(*rows, weight, self.iterations)
-            lm[rest] = qa[:r]
-            score_a = self._score(pa[:r], ra[:r], thresholds)
-            _keep_better((q, pos_err, rot_err, score), rest, (qa[:r], pa[:r], ra[:r], score_a))
-            if qa.shape[0] > r:
-                merged = (rest, qa[r:], pa[r:], ra[r:])
-            rest = (score > 1).nonzero().squeeze(-1)
-        starts = torch.stack([q, lm], 1)  # (M, 2 + k, C) stage-3 starting configurations
-        if s and rest.numel():  # stage 2: the unreached problems from every spread seed
-            if merged is not None:  # already solved: the rows of the problems still unreached (a subset, both sorted)
-                at = torch.searchsorted(merged[0], rest)
-                sel = (at[:, None] * s + torch.arange(s, device=pos.device)).reshape(-1)
-                q2, p2, r2 = merged[1][sel], merged[2][sel], merged[3][sel]
-            else:
-                q2, p2, r2 = self._solve_and_measure(*spread_rows(rest), weight, self.iterations)
+        if s and rest.numel():  # stage 2: the unreached problems from every spread seed, each on its own
+            q2, p2, r2 = self._solve_and_measure(pos[rest].repeat_interleave(s, 0), rot[rest].repeat_interleave(s, 0),
+                                                 self._spread.repeat(rest.numel(), 1), thresholds, self.iterations)
             score2 = self._score(p2, r2, thresholds).reshape(-1, s)
             best2, arg = score2.min(dim=1)
             pick = torch.arange(rest.numel(), device=pos.device) * s + arg
@@ -344,8 +262,8 @@ class IKReachabilityChecker:
             # the k best stage-2 solutions of each problem also start stage 3 (other branches of the arm)
             k = min(POLISH_STARTS - 1, s)
             top = score2.topk(k, dim=1, largest=False).indices  # (R, k)
-            starts = torch.cat([starts, q[:, None].expand(-1, k, -1).clone()], 1)
-            starts[rest, 2:] = q2.reshape(-1, s, q.shape[1]).gather(1, top[..., None].expand(-1, -1, q.shape[1]))
+            starts = torch.cat([starts, starts.expand(-1, k, -1)], 1)
+            starts[rest, 1:] = q2.reshape(-1, s, q.shape[1]).gather(1, top[..., None].expand(-1, -1, q.shape[1]))
         # stage 3: near misses, polished with the joint limits held exactly from their best solutions and the
         # library's solutions of the nearest (reach, height) cells
         near = ((score > 1) & (score < NEAR_MISS_SCORE)).nonzero().squeeze(-1)
@@ -435,64 +353,9 @@ class IKReachabilityChecker:
             seeds[..., j] = torch.clamp(turned, self._lower[j], self._upper[j])
         return seeds[:, 0] if count == 1 else seeds
 
-    def _lm_model(self):
-        """(newton's model of the chain, index of its TCP body), built once on first use: a check whose problems the
-        early look settles, or that the reach bounds refuse, never needs it, and the first ``newton.ModelBuilder`` of
-        a process costs newton's import of its solvers (about 0.4 s on the 2-core CPU). RuntimeError when newton's
-        reading of the URDF gives other movable joints than the chain's, in another order."""
-        with self._model_lock:
-            if self._model is None:
-                import newton
-
-                builder = newton.ModelBuilder()
-                builder.add_urdf(self.chain.urdf_xml, floating=False, enable_self_collisions=False)
-                with warnings.catch_warnings():
-                    # newton fixes up the URDF links' inertias for simulation: kinematics never reads them, and the
-                    # warning would come in the middle of whichever fill first needs LM
-                    warnings.filterwarnings("ignore", message="Inertia validation corrected")
-                    model = builder.finalize(device=self.device)
-                model_joints = [label.split("/")[-1] for label in model.joint_label]
-                movable = [n for n in model_joints if n in self.chain.joint_names]
-                if movable != self.chain.joint_names or model.joint_coord_count != len(movable):
-                    raise RuntimeError(f"newton model of {self.robot.urdf_path} has joints {model_joints}; expected "
-                                       f"the chain {self.chain.joint_names} in order")
-                tcp = next(i for i, label in enumerate(model.body_label) if label.split("/")[-1] == self.robot.tcp_link)
-                self._model = (model, tcp)
-            return self._model
-
-    def _solver_for(self, count: int) -> _Solver:
-        # eight buckets per octave (at most an eighth of a solve is padding), each solver built once and reused
-        step = max(64, (1 << (count - 1).bit_length()) // 8)
-        bucket = -(-count // step) * step
-        if bucket not in self._solvers:
-            self._solvers[bucket] = _Solver(*self._lm_model(), bucket, self.device)
-        return self._solvers[bucket]
-
-    def _solve_and_measure(self, pos: torch.Tensor, rot: torch.Tensor, seeds: torch.Tensor, rotation_weight: float,
-                           iterations: int):
-        """``iterations`` of LM for (M,) problems from (M, C) seeds -> clamped solutions (M, C), position and
-        rotation errors (M,)."""
-        import warp as wp
-
-        m = pos.shape[0]
-        if m == 0:
-            empty = torch.zeros(0, device=pos.device)
-            return seeds.clone(), empty, empty.clone()
-        s = self._solver_for(m)
-        pad = s.count - m
-        quat = matrix_to_quat_xyzw(rot)
-        if pad:
-            pos = torch.cat([pos, pos[:1].expand(pad, 3)])
-            quat = torch.cat([quat, quat[:1].expand(pad, 4)])
-            seeds = torch.cat([seeds, seeds[:1].expand(pad, seeds.shape[1])])
-        s.rotation.weight = rotation_weight
-        # on CUDA, warp works on torch's current stream, so torch's writes and reads are ordered around it
-        stream = wp.ScopedStream(wp.stream_from_torch()) if pos.is_cuda else contextlib.nullcontext()
-        with stream:
-            s.position.set_target_positions(wp.from_torch(pos.contiguous(), dtype=wp.vec3))
-            s.rotation.set_target_rotations(wp.from_torch(quat.contiguous(), dtype=wp.vec4))
-            wp.copy(s.q_in, wp.from_torch(seeds.contiguous()))
-            s.solver.step(s.q_in, s.q_out, iterations=iterations)
-        q = torch.clamp(wp.to_torch(s.q_out)[:m].clone(), self._lower, self._upper)
-        tcp_pos, tcp_rot = self._fk.forward(q)
-        return q, (tcp_pos - pos[:m]).norm(dim=-1), rotation_angle_between(tcp_rot, rot[:m])
+    def _solve_and_measure(self, pos: torch.Tensor, rot: torch.Tensor, seeds: torch.Tensor,
+                           thresholds: tuple[float, float], iterations: int):
+        """Up to ``iterations`` damped least-squares iterations for (M,) problems, each from its own seed (M, C),
+        a problem stopped once within :data:`CONVERGED_SCORE` of the thresholds (None: never) -> best solutions
+        inside the limits (M, C), position and rotation errors (M,)."""
+        return self._polish.polish(pos, rot, seeds[:, None], thresholds, iterations, stop_score=CONVERGED_SCORE)

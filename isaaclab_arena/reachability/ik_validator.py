@@ -4,7 +4,7 @@ An expensive pre-physics check (``ValidationCost.EXPENSIVE``): the validate stag
 that passed every required inexpensive check. Per candidate, the robot's base pose is the one solved for that
 candidate when the embodiment is placed by relations (its row in the batch), else its fixed pose
 (``Embodiment.get_world_pose()``); the objects' positions are the candidate's (or their fixed poses). The IK
-backend is chosen by ``backends.ik_backend_for`` (batched ``newton.ik`` by default); thresholds come from
+backend is chosen by ``backends.ik_backend_for`` (the builtin batched IK by default); thresholds come from
 ``ObjectPlacerParams.reachability_config`` (``grasp_z_offset_m``, ``ik_position_threshold_m``,
 ``ik_rotation_threshold_rad``); joint limits are respected by every backend.
 

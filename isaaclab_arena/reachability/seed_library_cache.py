@@ -1,7 +1,7 @@
 """Disk cache of the IK checker's seed libraries, so that a later process builds its checker without solving
 its library again (about 0.3 s): entries of :mod:`isaaclab_arena.relations.mesh.disk_cache` (``$ARENA_MESH_CACHE``,
 off when empty), named by the library's in-process key, the source of every module its solve runs and the
-versions of newton, warp and torch. Written whole or not at all; a spoilt entry is solved again."""
+versions of warp and torch. Written whole or not at all; a spoilt entry is solved again."""
 
 from __future__ import annotations
 
@@ -17,30 +17,15 @@ SOLVE_SOURCES = ("ik_reachability.py", "limit_polish.py", "chain_fk.py", "grasp_
 
 def library_file_key(key: tuple) -> str:
     """Disk-cache name of a seed library: its in-process key plus the source of every module its solve runs
-    and the versions of newton, warp and torch, so that a changed algorithm never reads an old library."""
+    and the versions of warp and torch, so that a changed algorithm never reads an old library."""
     import warp as wp
 
     from isaaclab_arena.relations.mesh import disk_cache
 
     here = os.path.dirname(os.path.abspath(__file__))
     sources = [disk_cache.source_digest(os.path.join(here, name)) for name in SOLVE_SOURCES]
-    text = repr((key, sources, _newton_version(), wp.config.version, torch.__version__))
+    text = repr((key, sources, wp.config.version, torch.__version__))
     return "ik_seed_library_" + hashlib.sha1(text.encode()).hexdigest()[:24]
-
-
-def _newton_version() -> str:
-    """newton's version from its installed metadata: importing newton (its solvers and viewers, rerun included)
-    costs about 1.8 s on the 2-core CPU, and a process whose library is on disk and whose checks the early look
-    settles never needs newton otherwise. The same string as ``newton.__version__`` (so the same file names);
-    from the module when newton is not installed as a distribution."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("newton")
-    except metadata.PackageNotFoundError:
-        import newton
-
-        return newton.__version__
 
 
 def load_library(key: tuple, device: torch.device) -> tuple[torch.Tensor, torch.Tensor] | None:

@@ -37,7 +37,7 @@ class UrdfChain:
         base_link: Root link (the robot's root frame).
         tcp_link: Tool frame the grasp is measured at.
         joints: Every joint on the path, fixed ones included, base first.
-        urdf_xml: A URDF holding only this chain (for ``newton.ModelBuilder.add_urdf``).
+        urdf_xml: A URDF holding only this chain (the seed library's cache key, the robot pictures' link tree).
     """
 
     base_link: str

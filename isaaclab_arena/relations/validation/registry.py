@@ -3,7 +3,7 @@
 Built-in pre-physics checks (``no_overlap`` and each relation kind's check) are computed by the solve
 stage's evaluation (``kinds.CHECK_SLOTS``); ``@register_validator`` adds a validator class (pre- or
 post-physics) under its ``check`` name (a user's custom validator, registered when its module is imported).
-Optional backends (``ik_reachable``: batched IK with newton; the cuRobo IK backend) are not registered here: they
+Optional backends (``ik_reachable``: the builtin batched IK; the cuRobo IK backend) are not registered here: they
 are ``PlacementExtension`` values (``relations/extensions.py``) that the caller hands to the placer.
 """
 
