@@ -125,6 +125,20 @@ def test_an_error_after_a_swallowed_ctrl_c_is_the_interruption(capsys):
     assert stop.value.code == 143
 
 
+@pytest.mark.parametrize("sig, status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_stop_raised_at_a_check_exits_with_its_signals_status(capsys, sig, status):
+    """A stop signal noted inside ``deferred_stops`` (the recorder, the env's creation) comes out of the runner as
+    ``StopRequested`` at the next check: one line and the status of that signal (a SIGTERM used to exit 130)."""
+    from isaaclab_arena.environments.cli import run_main_reporting_user_errors
+
+    def stopped(argv):
+        raise StopRequested(sig)
+
+    with pytest.raises(SystemExit) as stop:
+        run_main_reporting_user_errors(stopped, [])
+    assert stop.value.code == status and capsys.readouterr().err == "interrupted\n"
+
+
 _CTRL_C_SWALLOWED_BY_A_LIBRARY = """
 import os, signal, sys
 from isaaclab_arena.utils.interrupts import quiet_interrupts

@@ -16,7 +16,7 @@ import sys
 
 from isaaclab_arena.environments.physics import PHYSICS_CHOICES
 from isaaclab_arena.utils.arena_argparse import ArenaArgumentParser
-from isaaclab_arena.utils.interrupts import INTERRUPTED_STATUS, stop_signal_of, stop_status
+from isaaclab_arena.utils.interrupts import stop_signal_of, stop_status
 from isaaclab_arena.utils.shipped_paths import shipped_path, where_paths_are_looked_for
 
 
@@ -196,16 +196,16 @@ def _absolute(path: str | None) -> str | None:
 def run_main_reporting_user_errors(main, argv: list[str]) -> None:
     """Runs a runner's ``main(argv)``; a refused input (bad spec, relation, layout file, pool that cannot be
     filled) ends the process with ``error: <message>`` on stderr and exit status 2 instead of a traceback;
-    Ctrl-C ends it with one ``interrupted`` line and status 130, and so does an error raised after a Ctrl-C that a
-    library swallowed where it landed (``interrupts.stop_signal_of``).
+    Ctrl-C ends it with one ``interrupted`` line and status 130 (a SIGTERM noted and raised at a check, 143), and so
+    does an error raised after a Ctrl-C that a library swallowed where it landed (``interrupts.stop_signal_of``).
 
     ``main`` itself still raises, so Python callers and tests see the exceptions.
     """
     try:
         main(argv)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:  # Ctrl-C, or a stop signal noted and raised at a check (StopRequested)
         print("interrupted", file=sys.stderr)
-        raise SystemExit(INTERRUPTED_STATUS) from None
+        raise SystemExit(stop_status(stop_signal_of(stop))) from None
     except Exception as err:  # noqa: BLE001 - classified below; anything else keeps its traceback
         stop = stop_signal_of(err)
         if stop is not None:  # a Ctrl-C a library swallowed where it landed, and the error it caused
