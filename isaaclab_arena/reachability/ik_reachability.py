@@ -18,10 +18,11 @@ How (no Python loop over candidates):
    reached to within :data:`CONVERGED_SCORE` of the thresholds in a few iterations and stop there.
 3. Stage 2 re-solves only the problems stage 1 left unreached, from ``n_seeds - 1`` fixed quasi-random
    (Roberts sequence) configurations spread over the joint limits, each on its own.
-3b. Stage 3 polishes the near misses (best score between 1 and :data:`NEAR_MISS_SCORE`) to the end of its
-   iterations, from their stage-1 solution and their best stage-2 ones (:data:`POLISH_STARTS`), the library
-   solutions of the :data:`LIBRARY_STARTS` nearest cells, and all of these through the other shoulder (j1 + pi, -j2, j3 + pi: the same tool poses on a roll-pitch-roll shoulder, found by
-   FK at construction; it reaches behind the base past j1's limits), keeping the best.
+3b. Stage 3 polishes the near misses (best score between 1 and :data:`NEAR_MISS_SCORE`) from their stage-1
+   solution and their best stage-2 ones (:data:`POLISH_STARTS`), the library solutions of the
+   :data:`LIBRARY_STARTS` nearest cells, and all of these through the other shoulder (j1 + pi, -j2, j3 + pi:
+   the same tool poses on a roll-pitch-roll shoulder, found by FK at construction; it reaches behind the base
+   past j1's limits), stopping at the first start that reaches the grasp, else keeping the best.
 4. Every iterate is inside the joint limits (a joint at a limit that a step would push further out is held), the
    rotation residual's weight is balanced per problem toward the verdict's max(), and every solution is measured
    by the chain's forward kinematics, so the verdict is about a feasible configuration.
@@ -264,8 +265,8 @@ class IKReachabilityChecker:
             top = score2.topk(k, dim=1, largest=False).indices  # (R, k)
             starts = torch.cat([starts, starts.expand(-1, k, -1)], 1)
             starts[rest, 1:] = q2.reshape(-1, s, q.shape[1]).gather(1, top[..., None].expand(-1, -1, q.shape[1]))
-        # stage 3: near misses, polished with the joint limits held exactly from their best solutions and the
-        # library's solutions of the nearest (reach, height) cells
+        # stage 3: near misses, polished from their stage-1 and best stage-2 solutions and the library's solutions of
+        # the nearest (reach, height) cells (a problem stops at the first start that reaches it)
         near = ((score > 1) & (score < NEAR_MISS_SCORE)).nonzero().squeeze(-1)
         if near.numel():
             starts = torch.cat([starts[near], self._informed_seeds(pos[near], azimuth[near], LIBRARY_STARTS)], 1)
