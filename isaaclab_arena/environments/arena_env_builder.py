@@ -49,7 +49,7 @@ from isaaclab_arena.environments.physics import PHYSICS_CHOICES, NewtonContactSe
 from isaaclab_arena.environments.reset_events import CombinedPoseSource, FixedPoseSource, arena_pose_reset_term_cfg
 from isaaclab_arena.environments.scene_entities import ExplicitCloneAssignment, entity_cfg
 from isaaclab_arena.relations.object_placer_params import ObjectPlacerParams
-from isaaclab_arena.utils.interrupts import deferred_stops, raise_if_interrupted
+from isaaclab_arena.utils.interrupts import held_stops
 from isaaclab_arena.utils.pose import Pose
 
 logger = logging.getLogger(__name__)
@@ -440,26 +440,24 @@ class ArenaEnvBuilder:
         if self.gym_id not in gym.registry:
             gym.register(id=self.gym_id, entry_point="isaaclab.envs:ManagerBasedRLEnv", disable_env_checker=True,
                          kwargs={"env_cfg_entry_point": f"{__name__}:ArenaEnvCfg"})
-        with deferred_stops(caught_only=True):  # see make()
+        with held_stops():  # see make()
             self.env = gym.make(self.gym_id, cfg=env_cfg)
         self.env.unwrapped.arena_builder = self  # what privileged policies read (task, object-set members)
-        raise_if_interrupted()
         return self.env
 
     def make(self, env_cfg: ArenaEnvCfg | None = None):
         """Creates the env without gym registration; returns the ``ManagerBasedRLEnv``.
 
         A Ctrl-C (or, where the process handles it, SIGTERM) during the creation is held until the env is built,
-        then raised (``StopRequested``, a ``KeyboardInterrupt``): raised where it lands, it could land inside a
-        Python import that USD's native code makes while OV PhysX starts, which printed USD warnings. The pool
-        fill inside the creation still stops at its next batch; a second Ctrl-C stops at once.
+        then delivered (``interrupts.held_stops``; Python's handler raises ``KeyboardInterrupt``): raised where it
+        landed, it could land inside a Python import that USD's native code makes while OV PhysX starts, which
+        printed USD warnings. A second Ctrl-C during the creation stops it at once.
         """
         from isaaclab.envs import ManagerBasedRLEnv
 
         env_cfg = env_cfg or self.env_cfg or self.compose_manager_cfg()
-        with deferred_stops(caught_only=True):
+        with held_stops():
             self.env = ManagerBasedRLEnv(cfg=env_cfg)
         self.env.arena_builder = self
-        raise_if_interrupted()
         return self.env
 

@@ -62,35 +62,62 @@ def _note_stop(signum, frame) -> None:
 
 
 @contextlib.contextmanager
-def deferred_stops(caught_only: bool = False):
+def deferred_stops():
     """Inside the block SIGINT and SIGTERM only note their arrival, and the next :func:`raise_if_interrupted`
     (once per iteration of the long loops: env steps, settle steps, batches) raises :class:`StopRequested`.
 
     A ``KeyboardInterrupt`` raised the moment a signal arrives can land inside a native callback or a ``__del__``,
-    where Python prints "Exception ignored ..." with a traceback and goes on, or inside a Python import that native
-    code makes (USD's loader of its libraries' Python modules, run by OV PhysX's start-up: it printed seven lines of
-    USD warnings before the one-line report); the recorder, whose interruption must end in one line with every
-    accepted layout kept, and the env's creation stop at their next check instead. Main thread only (elsewhere the
-    block runs unchanged); the previous handlers are restored after. A second signal before that check raises at
-    once. Without ``caught_only`` both signals stop the block's work whatever their disposition was (a recording
-    started in the background, SIGINT ignored, still stops on ``kill -INT`` with its layouts kept); with it only
-    the signals the process handles in Python (Python's Ctrl-C handler, the runners') are deferred, and one that
-    is ignored or at its default action (SIGTERM in a user's script: the process ends) keeps it."""
+    where Python prints "Exception ignored ..." with a traceback and goes on; the recorder, whose interruption must
+    end in one line with every accepted layout kept, stops at its next check instead. Main thread only (elsewhere
+    the block runs unchanged); the previous handlers are restored after. A second signal before that check
+    raises at once. Both signals stop the block's work whatever their disposition was (a recording started in the
+    background, SIGINT ignored, still stops on ``kill -INT`` with its layouts kept)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    saved = {}
-    for s in (signal.SIGINT, signal.SIGTERM):
-        handler = signal.getsignal(s)
-        if caught_only and not callable(handler):
-            continue  # ignored, at its default action or set outside Python: left as it is
-        saved[s] = handler
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in saved:
         signal.signal(s, _note_stop)
     try:
         yield
     finally:
         for s, handler in saved.items():
             signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def held_stops():
+    """Inside the block a stop signal (SIGINT, SIGTERM) that this process handles in Python is held, and delivered
+    again when the block ends: its handler then runs as if the signal had arrived at that moment (Python's Ctrl-C
+    handler raises ``KeyboardInterrupt`` after the block; a runner's reports it in one line). A second signal while
+    one is held runs its handler at once. A signal the process ignores or leaves at its default action (SIGTERM in
+    a user's script: the process ends) is left as it is. Nothing stays noted after the block, so an interactive
+    session that catches the interruption goes on normally.
+
+    For a block that must not be cut inside native code: the env's creation, where a ``KeyboardInterrupt`` landing in
+    a Python import that USD's native code makes while OV PhysX starts (``pxr.Sdr``) made USD print seven lines of
+    warnings. Main thread only (elsewhere the block runs unchanged)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {s: h for s in (signal.SIGINT, signal.SIGTERM) if callable(h := signal.getsignal(s))}
+    held: list[int] = []
+
+    def hold(signum, frame):
+        if held:  # the user insists: the handler now, wherever the block is
+            saved[signal.Signals(signum)](signum, frame)
+        else:
+            held.append(signum)
+
+    for s in saved:
+        signal.signal(s, hold)
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+    if held:  # the block ended normally: the held signal, delivered again to its own handler
+        signal.raise_signal(held[0])
 
 
 def _unraisable(args, previous=sys.unraisablehook) -> None:
