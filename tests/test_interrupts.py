@@ -216,66 +216,61 @@ def test_held_output_keeps_a_failures_context_but_not_a_stops(capfd, raised, dum
     assert (err == "[INFO]: Base environment:\na native warning\n") if dumped else err == "", err
 
 
-def test_a_held_signal_is_delivered_when_the_block_ends_and_nothing_stays_noted():
+@pytest.fixture
+def stop_handlers():
+    """The test sets the stop signals' handlers; they are restored after it."""
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for s, handler in saved.items():
+        signal.signal(s, handler)
+
+
+def test_a_held_signal_is_delivered_when_the_block_ends_and_nothing_stays_noted(stop_handlers):
     """``held_stops`` (the env's creation): a Ctrl-C inside the block lets the block's work finish, then Python's
     handler raises ``KeyboardInterrupt`` as the block ends; nothing stays noted afterwards, so an interactive
     session that catches it goes on (a later check raises nothing), and the handlers are restored."""
     from isaaclab_arena.utils.interrupts import held_stops
 
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        done = []
-        with pytest.raises(KeyboardInterrupt):
-            with held_stops():
-                os.kill(os.getpid(), signal.SIGINT)
-                done.append(sum(range(1000)))  # work goes on: nothing was raised yet
-        assert done == [499500] and interrupts.interrupted() is None
-        raise_if_interrupted()  # nothing noted: the session goes on
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        with held_stops():  # a block without a signal ends quietly
-            done.append(1)
-        assert done == [499500, 1]
-    finally:
-        for s, handler in saved.items():
-            signal.signal(s, handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with held_stops():
+            os.kill(os.getpid(), signal.SIGINT)
+            done.append(sum(range(1000)))  # work goes on: nothing was raised yet
+    assert done == [499500] and interrupts.interrupted() is None
+    raise_if_interrupted()  # nothing noted: the session goes on
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with held_stops():  # a block without a signal ends quietly
+        done.append(1)
+    assert done == [499500, 1]
 
 
-def test_a_second_held_signal_runs_its_handler_at_once():
+def test_a_second_held_signal_runs_its_handler_at_once(stop_handlers):
     from isaaclab_arena.utils.interrupts import held_stops
 
-    saved = signal.getsignal(signal.SIGINT)
-    try:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        reached = []
-        with pytest.raises(KeyboardInterrupt):
-            with held_stops():
-                os.kill(os.getpid(), signal.SIGINT)
-                sum(range(10))
-                reached.append("after the first")
-                os.kill(os.getpid(), signal.SIGINT)  # the user insists
-                sum(range(10))
-                reached.append("after the second")
-        assert reached == ["after the first"]
-    finally:
-        signal.signal(signal.SIGINT, saved)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with held_stops():
+            os.kill(os.getpid(), signal.SIGINT)
+            sum(range(10))
+            reached.append("after the first")
+            os.kill(os.getpid(), signal.SIGINT)  # the user insists
+            sum(range(10))
+            reached.append("after the second")
+    assert reached == ["after the first"]
 
 
-def test_held_stops_leaves_ignored_and_default_signals_as_they_are():
+def test_held_stops_leaves_ignored_and_default_signals_as_they_are(stop_handlers):
     """A signal the process ignores (a job started in the background) or leaves at its default action (SIGTERM in a
     user's script: it still ends the process) is not held."""
     from isaaclab_arena.utils.interrupts import held_stops
 
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        with held_stops():
-            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-            assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-    finally:
-        for s, handler in saved.items():
-            signal.signal(s, handler)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with held_stops():
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
 _CTRL_C_WHILE_THE_ENV_IS_CREATED = """
