@@ -72,17 +72,28 @@ def deferred_stops():
     the block runs unchanged); the previous handlers are restored after. A second signal before that check
     raises at once. Both signals stop the block's work whatever their disposition was (a recording started in the
     background, SIGINT ignored, still stops on ``kill -INT`` with its layouts kept)."""
-    if threading.current_thread() is not threading.main_thread():
+    with _stop_handlers(_note_stop):
         yield
+
+
+@contextlib.contextmanager
+def _stop_handlers(handler, python_handled_only: bool = False):
+    """Inside the block ``handler`` handles SIGINT and SIGTERM (with ``python_handled_only``, only those this process
+    handles in Python: one ignored or at its default action is left as it is), the previous handlers restored after;
+    yields ``{signal: previous handler}`` of the replaced ones. Main thread only (elsewhere nothing is replaced: {})."""
+    if threading.current_thread() is not threading.main_thread():
+        yield {}
         return
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    if python_handled_only:
+        saved = {s: h for s, h in saved.items() if callable(h)}
     for s in saved:
-        signal.signal(s, _note_stop)
+        signal.signal(s, handler)
     try:
-        yield
+        yield saved
     finally:
-        for s, handler in saved.items():
-            signal.signal(s, handler)
+        for s, previous in saved.items():
+            signal.signal(s, previous)
 
 
 @contextlib.contextmanager
@@ -97,25 +108,16 @@ def held_stops():
     For a block that must not be cut inside native code: the env's creation, where a ``KeyboardInterrupt`` landing in
     a Python import that USD's native code makes while OV PhysX starts (``pxr.Sdr``) made USD print seven lines of
     warnings. Main thread only (elsewhere the block runs unchanged)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    saved = {s: h for s in (signal.SIGINT, signal.SIGTERM) if callable(h := signal.getsignal(s))}
     held: list[int] = []
 
     def hold(signum, frame):
         if held:  # the user insists: the handler now, wherever the block is
-            saved[signal.Signals(signum)](signum, frame)
+            previous[signal.Signals(signum)](signum, frame)
         else:
             held.append(signum)
 
-    for s in saved:
-        signal.signal(s, hold)
-    try:
+    with _stop_handlers(hold, python_handled_only=True) as previous:
         yield
-    finally:
-        for s, handler in saved.items():
-            signal.signal(s, handler)
     if held:  # the block ended normally: the held signal, delivered again to its own handler
         signal.raise_signal(held[0])
 
