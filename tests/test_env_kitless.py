@@ -92,6 +92,43 @@ def test_partial_reset_moves_only_the_reset_env(built):
         assert abs(before[name][1, 2].item() - spec_z) > 5e-3  # it had settled, so the reset really moved it
 
 
+def _thread_cpu_s() -> dict[str, float]:
+    """CPU seconds (user + system) of each thread of this process, by thread id (Linux /proc)."""
+    tick, out = os.sysconf("SC_CLK_TCK"), {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        out[tid] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+@pytest.mark.sim
+def test_no_thread_busy_waits_while_the_env_is_idle(built):
+    """A thread of OV PhysX's UJITSO agent polled its on-disk collider cache with a 1 us sleep from the env's
+    creation to the process's exit: 0.3-0.35 CPU-s per 1.5 s, idle or not. ``physics.OVPHYSX_RUNTIME_SETTINGS``
+    keeps it from starting."""
+    import time
+
+    from isaaclab_arena.environments.physics import OVPHYSX_RUNTIME_SETTINGS
+
+    import ovphysx
+
+    before = _thread_cpu_s()
+    time.sleep(1.5)
+    after = _thread_cpu_s()
+    busy = {tid: round(c - before.get(tid, 0.0), 2) for tid, c in after.items() if c - before.get(tid, 0.0) > 0.1}
+    assert not busy, f"threads that used CPU while the process slept 1.5 s (tid: CPU-s): {busy}"
+    key = "/UJITSO/datastore/allowLocalDataStore"
+    assert OVPHYSX_RUNTIME_SETTINGS == {key: False}
+    assert ovphysx.PhysXConfig().carbonite_overrides == {key: False}
+    # a key the caller sets wins; the caller's other keys are kept
+    mine = ovphysx.PhysXConfig(carbonite_overrides={key: True, "/physics/updateToUsd": False})
+    assert mine.carbonite_overrides == {key: True, "/physics/updateToUsd": False}
+
+
 def test_missing_reference_prim_is_refused_at_build_time():
     from isaaclab_arena.assets.object_reference import ObjectReference
     from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder, ArenaEnvBuilderCfg

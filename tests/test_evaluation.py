@@ -255,9 +255,6 @@ def test_bad_input_is_one_line_and_writes_nothing(user_dir, case, request):
     assert not (out_dir / "episodes.jsonl").exists() and not (out_dir / "eval_summary.json").exists()
 
 
-# The one test that simulates in the pytest process itself comes last: once a simulation ran in a process, a thread
-# of ovphysx polls in it for as long as the process lives (15-25 % of a core, measured on the 2-core machine), and
-# the commands the tests above start would share the cores with it.
 class SuccessProbe:
     """Wraps the scripted policy and reads the simulator's success term and episode counters at every step."""
 

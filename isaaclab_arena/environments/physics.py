@@ -149,6 +149,40 @@ def _ovphysx_cpu_workaround() -> None:
         cpu.pinned_allocator = cpu.default_allocator
 
 
+#: Carbonite settings every OV PhysX runtime of the process starts with (``_ovphysx_runtime_settings``).
+#: ``/UJITSO/datastore/allowLocalDataStore`` False: OV PhysX's UJITSO agent gets no local datastore (the on-disk
+#: cache of cooked colliders), so the agent's thread that polls it with a 1 us sleep never starts. That thread ran
+#: from the env's creation to the process's exit, about a quarter of a core on the 2-core CPU machine, idle or not
+#: (a per-thread CPU probe; docs/PHYSICS.md, "OV PhysX's UJITSO thread"). Colliders are cooked in process as before,
+#: only not kept on disk across runs: the kitchen mesh scene starts as fast either way (4.5-5.0 s, alternated three
+#: times). ``/UJITSO/enabled`` False stops the thread too, but then OV PhysX prints "[Error] [] resources.
+#: dataStoreConfigurator is false." at every env's creation.
+OVPHYSX_RUNTIME_SETTINGS: dict[str, bool] = {"/UJITSO/datastore/allowLocalDataStore": False}
+
+
+def _ovphysx_runtime_settings() -> None:
+    """Makes every ``ovphysx.PhysXConfig`` of the process carry :data:`OVPHYSX_RUNTIME_SETTINGS` (a key the
+    config's own ``carbonite_overrides`` sets wins). Isaac Lab builds the runtime's config itself
+    (``OvPhysxBackend``) with no way to add Carbonite settings, so the class ``ovphysx.PhysXConfig`` is replaced by
+    a subclass that adds them; installed once per process, before the first runtime starts (the settings apply
+    when the runtime first starts in a process)."""
+    import ovphysx
+
+    base = ovphysx.PhysXConfig
+    if getattr(base, "arena_runtime_settings", False):
+        return
+
+    class ArenaPhysXConfig(base):
+        arena_runtime_settings = True
+
+        def __post_init__(self):
+            self.carbonite_overrides = {**OVPHYSX_RUNTIME_SETTINGS, **(self.carbonite_overrides or {})}
+            super().__post_init__()
+
+    ArenaPhysXConfig.__name__ = ArenaPhysXConfig.__qualname__ = "PhysXConfig"
+    ovphysx.PhysXConfig = ArenaPhysXConfig
+
+
 def make_newton_cfg(device: str = "cpu", settings: NewtonContactSettings | None = None):
     """The ``NewtonCfg`` (MuJoCo-Warp solver) for ``settings`` (default :data:`NEWTON_CONTACT_SETTINGS`)."""
     from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg
@@ -179,6 +213,7 @@ def make_physics_cfg(physics: str, device: str = "cpu", newton: NewtonContactSet
     check_backend_available(physics, device)
     if physics == "ovphysx":
         _ovphysx_cpu_workaround()
+        _ovphysx_runtime_settings()
         from isaaclab_ov.physics import OvPhysxCfg
 
         return OvPhysxCfg(enable_enhanced_determinism=enhanced_determinism)
