@@ -217,12 +217,10 @@ def write_layout_picture(pool, path: str, max_envs: int = 16, assets=None, repor
         fig.suptitle(heading, fontsize=9)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    from isaaclab_arena.utils.atomic_files import temp_beside
+    from isaaclab_arena.utils.atomic_files import written_whole
 
-    fd, tmp = temp_beside(path, suffix=".tmp.png")  # unique: processes sharing a folder never share a temporary file
-    with os.fdopen(fd, "wb") as f:
+    with written_whole(path, "wb", suffix=".tmp.png") as f:  # a Ctrl-C while drawing leaves no temporary file
         fig.savefig(f, dpi=90, format="png")
-    os.replace(tmp, path)
     return path
 
 

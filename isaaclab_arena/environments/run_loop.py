@@ -256,10 +256,8 @@ def _report_failed_placement(builder, output_dir, pictures, picture_envs, comman
 def _write_summary(output_dir: str, summary: dict) -> None:
     os.makedirs(output_dir, exist_ok=True)
     path = os.path.join(output_dir, "run_summary.json")
-    from isaaclab_arena.utils.atomic_files import temp_beside
+    from isaaclab_arena.utils.atomic_files import written_whole
 
-    fd, tmp = temp_beside(path, suffix=".tmp")  # unique: processes sharing a folder never share a temporary file
-    with os.fdopen(fd, "w") as f:
+    with written_whole(path) as f:
         json.dump(summary, f, indent=1)
-    os.replace(tmp, path)
     print(f"[arena] summary: {path}")

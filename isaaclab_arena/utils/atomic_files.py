@@ -5,11 +5,13 @@
   gives 0600);
 - :func:`commit` puts it in place: ``os.replace`` when overwriting is allowed, else a hard link that fails if
   the target appeared meanwhile (falling back to a checked ``os.replace`` on file systems without links);
-- :func:`fsync_dir` makes the rename durable.
+- :func:`fsync_dir` makes the rename durable;
+- :func:`written_whole` wraps the three for a writer that needs a file object (a picture, a JSON summary).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import tempfile
@@ -81,3 +83,19 @@ def write_text_atomic(path: str, text: str) -> str:
         raise
     fsync_dir(os.path.dirname(os.path.abspath(path)))
     return path
+
+
+@contextlib.contextmanager
+def written_whole(path: str, mode: str = "w", suffix: str = ".tmp"):
+    """``with written_whole(path, "wb") as f: ...``: ``f`` is a temporary file beside ``path`` (unique: processes
+    sharing a folder never share one); when the block ends it replaces ``path`` in one rename. An exception or an
+    interruption (``KeyboardInterrupt``) in the block leaves the old file (or none) and removes the temporary one."""
+    fd, tmp = temp_beside(path, suffix=suffix)
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -364,16 +364,8 @@ class PlacementDiagnostics:
         """Writes the JSON atomically (temp file + rename); returns its path, or None without an output dir."""
         if self.path is None:
             return None
-        from isaaclab_arena.utils.atomic_files import temp_beside
+        from isaaclab_arena.utils.atomic_files import written_whole
 
-        # a unique temporary name: several processes writing into one folder never share a temporary file
-        fd, tmp = temp_beside(self.path, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(self.to_dict(), f, indent=1)
-            os.replace(tmp, self.path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with written_whole(self.path) as f:
+            json.dump(self.to_dict(), f, indent=1)
         return self.path

@@ -50,8 +50,14 @@ def store(key: str, **arrays) -> None:
     try:
         os.makedirs(base, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=base, suffix=".tmp")
+    except OSError:
+        return
+    try:
         with os.fdopen(fd, "wb") as out:
             np.savez(out, **arrays)
         os.replace(tmp, os.path.join(base, key + ".npz"))
-    except OSError:
-        pass
+    except BaseException as err:  # a full disk, or a Ctrl-C while writing: no temporary file stays behind
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        if not isinstance(err, OSError):
+            raise
