@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
 from dataclasses import dataclass
 
 PHYSICS_CHOICES = ("ovphysx", "newton_mjwarp", "isaacsim_physx")
@@ -160,12 +161,26 @@ def _ovphysx_cpu_workaround() -> None:
 OVPHYSX_RUNTIME_SETTINGS: dict[str, bool] = {"/UJITSO/datastore/allowLocalDataStore": False}
 
 
+def ovphysx_worker_threads() -> int | None:
+    """PhysX worker threads of the OV PhysX runtime: 0 (PhysX steps in the calling thread) where this process may
+    run on at most 2 cores, else None (Isaac Lab's 8). On the 2-core CPU machine Isaac Lab's 8 workers only hand
+    the work around: a Franka evaluation (2 envs, 4 episodes of 300 steps) 6.4-7.7 -> 5.9 s and 7.0-8.3 -> 6.0
+    CPU-s, the README's scene at 64 envs 80-110 k -> 239-253 k env-steps/s, a 64-env evaluation the same wall time
+    with 0.6 CPU-s less; the same records byte for byte (docs/PHYSICS.md, "OV PhysX's worker threads")."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return 0 if cores <= 2 else None
+
+
 def _ovphysx_runtime_settings() -> None:
     """Makes every ``ovphysx.PhysXConfig`` of the process carry :data:`OVPHYSX_RUNTIME_SETTINGS` (a key the
-    config's own ``carbonite_overrides`` sets wins). Isaac Lab builds the runtime's config itself
-    (``OvPhysxBackend``) with no way to add Carbonite settings, so the class ``ovphysx.PhysXConfig`` is replaced by
-    a subclass that adds them; installed once per process, before the first runtime starts (the settings apply
-    when the runtime first starts in a process)."""
+    config's own ``carbonite_overrides`` sets wins) and :func:`ovphysx_worker_threads` (where that gives a number).
+    Isaac Lab builds the runtime's config itself (``OvPhysxBackend``) with no way to add Carbonite settings or
+    choose the thread count, so the class ``ovphysx.PhysXConfig`` is replaced by a subclass that adds them;
+    installed once per process, before the first runtime starts (the settings apply when the runtime first starts
+    in a process)."""
     import ovphysx
 
     base = ovphysx.PhysXConfig
@@ -177,6 +192,9 @@ def _ovphysx_runtime_settings() -> None:
 
         def __post_init__(self):
             self.carbonite_overrides = {**OVPHYSX_RUNTIME_SETTINGS, **(self.carbonite_overrides or {})}
+            workers = ovphysx_worker_threads()
+            if workers is not None:
+                self.num_threads = workers
             super().__post_init__()
 
     ArenaPhysXConfig.__name__ = ArenaPhysXConfig.__qualname__ = "PhysXConfig"
