@@ -116,3 +116,49 @@ def test_ray_tasks_set_it_before_their_imports():
         assert "    collect_rarely()" in body, task.__name__
         before = body[:body.index("    collect_rarely()")].replace("from isaaclab_arena.utils.runner_gc import", "")
         assert "import isaaclab_arena" not in before and "from isaaclab_arena" not in before, task.__name__
+
+
+_FREEZE = """
+import gc
+{setup}
+class Cycle:
+    def __init__(self, name):
+        self.me, self.name = self, name
+
+    def __del__(self):
+        print(self.name, "finalised", flush=True)
+
+imported = Cycle("imported")  # stands for the objects of the imported modules
+{freeze}
+del imported
+made_later = Cycle("made later")  # the env, its layouts
+del made_later
+print("collected", gc.collect() > 0, flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("freeze, want", [
+    (False, ["imported finalised", "made later finalised", "collected True"]),
+    (True, ["made later finalised", "collected True"]),
+])
+def test_frozen_imports_are_left_out_of_later_collections_and_later_cycles_are_not(tmp_path, freeze, want):
+    setup = "from isaaclab_arena.utils.runner_gc import freeze_imports"
+    out = subprocess.run([sys.executable, "-c", _FREEZE.format(setup=setup, freeze="freeze_imports()" if freeze else "")],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": ARENA_ROOT})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.splitlines()[:len(want)] == want
+
+
+def test_every_runner_that_builds_an_env_freezes_its_imports_after_them():
+    import inspect
+
+    from isaaclab_arena.evaluation import policy_runner
+    from isaaclab_arena.scripts import environment_runner, export_layout_usd, record_placement_layouts, train_rsl_rl
+
+    for runner in (environment_runner, policy_runner, export_layout_usd, record_placement_layouts, train_rsl_rl):
+        text = inspect.getsource(runner)
+        assert "    freeze_imports()" in text, runner.__name__
+        held = text.rindex("held_output(", 0, text.index("    freeze_imports()"))
+        assert "import-time messages" in text[held:text.index("\n", held)], runner.__name__

@@ -129,6 +129,9 @@ def _parse(argv: list[str]):
     quiet_warp_init(args.verbose)
     with held_output(args.verbose):  # Isaac Lab's import-time messages
         from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder
+    from isaaclab_arena.utils.runner_gc import freeze_imports
+
+    freeze_imports()  # no later collection walks the imported modules' objects (utils/runner_gc.py)
 
     def make_builder(**placer_overrides):
         arena_env = build(env_args)

@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> dict:
     with held_output(args.verbose):  # Isaac Lab's import-time messages
         from isaaclab_arena.environments.arena_env_builder import ArenaEnvBuilder
         from isaaclab_arena.environments.run_loop import run
+    from isaaclab_arena.utils.runner_gc import freeze_imports
+
+    freeze_imports()  # no later collection walks the imported modules' objects (utils/runner_gc.py)
 
     spec = spec.apply_cli_overrides(cli_override_values(args, spec))
     if args.embodiment is not None:  # --embodiment: another robot in the spec's embodiment node

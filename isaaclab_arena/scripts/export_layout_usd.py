@@ -94,6 +94,9 @@ def main(argv: list[str] | None = None):
     with held_output(args.verbose):  # Isaac Lab's import-time messages
         from isaaclab_arena.env_spec.arena_env_graph_spec import ArenaEnvGraphSpec
         from isaaclab_arena.export.env_layouts import export_arena_env_usd
+    from isaaclab_arena.utils.runner_gc import freeze_imports
+
+    freeze_imports()  # no later collection walks the imported modules' objects (utils/runner_gc.py)
 
     arena_env = ArenaEnvGraphSpec.from_yaml(args.env_spec).to_arena_env()
     num_envs = args.num_envs or arena_env.num_envs or 1

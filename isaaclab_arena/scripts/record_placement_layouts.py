@@ -186,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
             RecordingInterrupted,
             record_settled_placement_layouts,
         )
+    from isaaclab_arena.utils.runner_gc import freeze_imports
+
+    freeze_imports()  # no later collection walks the imported modules' objects (utils/runner_gc.py)
     if flags.distributed:
         return _main_distributed(cfg, flags, quiet)
     try:

@@ -199,6 +199,9 @@ def train(task: str, env_args: list[str] | None = None, *, num_envs: int = 64, m
         from isaaclab.utils import to_dict
         from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper
         from isaaclab_arena.rl.envs import make_builder, rl_env_session
+    from isaaclab_arena.utils.runner_gc import freeze_imports
+
+    freeze_imports()  # no later collection walks the imported modules' objects (utils/runner_gc.py)
 
     agent = agent_cfg_for(task)
     agent.seed, agent.device = seed, device
