@@ -213,6 +213,20 @@ def test_yaml_round_trip(tmp_path):
     assert [f for f in os.listdir(tmp_path) if f.endswith(".tmp")] == []
 
 
+def test_a_written_spec_gets_the_mode_the_users_umask_gives(tmp_path):
+    """As ``open(path, "w")`` would (the writer's ``mkstemp`` gave 0600: readable by its owner only)."""
+    spec = ArenaEnvGraphSpec.from_yaml(write(tmp_path, BASE))
+    old = os.umask(0o022)
+    try:
+        out = spec.to_yaml(tmp_path / "shared.yaml")
+        os.umask(0o077)
+        private = spec.to_yaml(tmp_path / "private.yaml")
+    finally:
+        os.umask(old)
+    assert os.stat(out).st_mode & 0o777 == 0o644
+    assert os.stat(private).st_mode & 0o777 == 0o600
+
+
 def test_python_env_round_trip(tmp_path):
     room_usd = write_room_usd(tmp_path / "room.usda")
     room = build_registered_asset("usd_background", "room", {"usd_path": room_usd})

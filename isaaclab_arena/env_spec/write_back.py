@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import os
-import tempfile
 from typing import Any
 
 import yaml
@@ -28,6 +27,7 @@ from isaaclab_arena.env_spec.nodes import (
 )
 from isaaclab_arena.env_spec.parse_relations import REQUIRED, known_kinds_text, relation_parameters
 from isaaclab_arena.env_spec.placer_params_spec import placer_params_to_dict
+from isaaclab_arena.utils.atomic_files import write_text_atomic
 from isaaclab_arena.env_spec.spec_issue import EnvSpecError, SpecIssue
 from isaaclab_arena.env_spec.yaml_lines import line_of, source_of
 from isaaclab_arena.relations.relations import RELATION_KINDS, RelationBase
@@ -130,18 +130,8 @@ def write_spec_yaml(spec: SpecGraph, path: str | os.PathLike, flatten: bool = Fa
         refs = [os.path.relpath(p, folder) for p in data["external_yaml"]]
         data["external_yaml"] = refs[0] if len(refs) == 1 else refs
     text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, allow_unicode=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    # the user's umask decides the mode, as for ``open(path, "w")`` (``mkstemp`` alone gave 0600)
+    return write_text_atomic(path, text)
 
 
 # -- Python environment -> spec ----------------------------------------------------------------------------------
