@@ -1,20 +1,22 @@
-"""What a runner's process costs beyond its work: wall clock, garbage-collection seconds, peak memory, and which
-heavy optional packages it loaded.
+"""What a runner's process costs beyond its work: wall clock, CPU seconds (every thread of the process), garbage-collection
+seconds, peak memory, and which heavy optional packages it loaded.
 
     scripts/arena_python.sh scripts/bench_start_up.py [--runs 3] [--checkout PATH]
 
 Runs each command below through ``scripts/arena_python.sh`` of this checkout (or of ``--checkout``, e.g. a ``git
 worktree`` of another commit, to compare) from a temporary folder, ``--runs`` times, with a
-probe that times every garbage collection (``gc.callbacks``) and, at exit, reads the process's peak resident
+probe that times every garbage collection (``gc.callbacks``) and, at exit, reads the process's CPU time
+(``time.process_time``: all its threads, the main one and OV PhysX's, warp's and the placer's) and peak resident
 memory (``VmHWM``) and which of trimesh, scipy, networkx, newton and matplotlib.pyplot were imported; prints one
 line per command::
 
-    bench start_up command=<name> wall_s=<median> wall_max_s=<max> gc_s=<median> full_collections=<median>
+    bench start_up command=<name> wall_s=<median> wall_max_s=<max> cpu_s=<median> gc_s=<median> full_collections=<median>
         peak_rss_gb=<median> loaded=<modules, comma-separated or ->
 
 ``readme``: the README's scene (``mug_bowl_table.yaml``), 2 envs, 2 steps; ``franka_eval``: the scripted policy on
-``franka_table_pick_and_place``, 2 envs, 2 episodes of 1 s (placement seed 7: its reachability check runs the
-IK's LM solve, which imports newton). The figures are for comparing commits on one machine (see
+``franka_table_pick_and_place``, 2 envs, 2 episodes of 1 s (placement seed 7; the simulated arm imports newton,
+through Isaac Lab's actuators). On a 2-core machine the CPU seconds say more than the wall clock: a thread that
+burns CPU beside the main one costs no wall time there while the other core is idle, and half of it under load. The figures are for comparing commits on one machine (see
 ``docs/TESTING.md``, "What the suite's time is made of"): most of the suite's child processes are such starts.
 """
 
@@ -54,7 +56,7 @@ def _gc(phase, info, _start=[0.0]):
 gc.callbacks.append(_gc)
 def _report():
     rss = next((int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM:")), 0)
-    print({mark!r} + json.dumps({{"gc_s": spent[0], "full": full[0], "rss_kb": rss,
+    print({mark!r} + json.dumps({{"gc_s": spent[0], "full": full[0], "rss_kb": rss, "cpu_s": time.process_time(),
                                   "loaded": [m for m in {heavy!r} if m in sys.modules]}}), file=sys.stderr, flush=True)
 atexit.register(_report)
 script = os.path.join({repo!r}, sys.argv[1])
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
             loaded = sorted({m for r in runs for m in r["loaded"]}, key=HEAVY.index)
             print(f"bench start_up command={name} wall_s={med('wall'):.2f} wall_max_s={max(r['wall'] for r in runs):.2f} "
-                  f"gc_s={med('gc_s'):.2f} full_collections={med('full'):.0f} "
+                  f"cpu_s={med('cpu_s'):.2f} gc_s={med('gc_s'):.2f} full_collections={med('full'):.0f} "
                   f"peak_rss_gb={med('rss_kb') / 2**20:.3f} loaded={','.join(loaded) or '-'} runs={args.runs}"
                   + ("" if checkout == REPO else f" checkout={checkout}"),
                   flush=True)

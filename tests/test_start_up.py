@@ -7,6 +7,8 @@ them, nor pyplot."""
 
 from __future__ import annotations
 
+import os
+
 import importlib
 import json
 import sys
@@ -145,7 +147,7 @@ def test_the_seed_library_file_name_needs_no_newton_import(fresh_process):
 @pytest.mark.slow
 def test_the_start_up_benchmark_prints_its_figures_from_outside_the_repo(tmp_path):
     """``scripts/bench_start_up.py`` (the figures above, for comparing commits): one line per command with its
-    wall clock, collection seconds, peak memory and the heavy packages loaded (none on the README's scene)."""
+    wall clock, CPU seconds, collection seconds, peak memory and the heavy packages loaded (none on the README's scene)."""
     import re
     import subprocess
 
@@ -156,9 +158,10 @@ def test_the_start_up_benchmark_prints_its_figures_from_outside_the_repo(tmp_pat
                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     line = out.stdout.strip().splitlines()[-1]
-    m = re.fullmatch(r"bench start_up command=readme wall_s=([\d.]+) wall_max_s=([\d.]+) gc_s=([\d.]+) "
+    m = re.fullmatch(r"bench start_up command=readme wall_s=([\d.]+) wall_max_s=([\d.]+) cpu_s=([\d.]+) gc_s=([\d.]+) "
                      r"full_collections=(\d+) peak_rss_gb=([\d.]+) loaded=(\S+) runs=1", line)
     assert m, line
-    wall, _, gc_s, _, rss, loaded = m.groups()
+    wall, _, cpu, gc_s, _, rss, loaded = m.groups()
     assert 0 < float(gc_s) < float(wall) and 0.1 < float(rss) < 16 and loaded == "-", line
+    assert float(gc_s) < float(cpu) < len(os.sched_getaffinity(0)) * float(wall) + 1, line  # threads on its cores
     assert list(tmp_path.iterdir()) == []  # its outputs went to a temporary folder
