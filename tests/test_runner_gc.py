@@ -138,12 +138,16 @@ print("collected", gc.collect() > 0, flush=True)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("freeze, want", [
-    (False, ["imported finalised", "made later finalised", "collected True"]),
-    (True, ["made later finalised", "collected True"]),
+@pytest.mark.parametrize("runner, freeze, want", [
+    (True, False, ["imported finalised", "made later finalised", "collected True"]),
+    (True, True, ["made later finalised", "collected True"]),
+    # a runner's main called from Python (no runner __main__ block: skip_collection_at_exit never ran) freezes nothing
+    (False, True, ["imported finalised", "made later finalised", "collected True"]),
 ])
-def test_frozen_imports_are_left_out_of_later_collections_and_later_cycles_are_not(tmp_path, freeze, want):
-    setup = "from isaaclab_arena.utils.runner_gc import freeze_imports"
+def test_frozen_imports_are_left_out_of_later_collections_and_later_cycles_are_not(tmp_path, runner, freeze, want):
+    setup = "from isaaclab_arena.utils.runner_gc import freeze_imports, skip_collection_at_exit"
+    if runner:
+        setup += "\nskip_collection_at_exit()"
     out = subprocess.run([sys.executable, "-c", _FREEZE.format(setup=setup, freeze="freeze_imports()" if freeze else "")],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": ARENA_ROOT})

@@ -8,13 +8,17 @@ and building the env, and each freed at most a few hundred objects (0 to 326 in 
 therefore make full collections 100x rarer (:func:`collect_rarely`), take the imported modules' objects out of every
 later collection (:func:`freeze_imports`) and freeze every object out of the final ones at shutdown
 (:func:`skip_collection_at_exit`). Runner processes only (``if __name__ == "__main__"``), never from a
-library: both change the process's collector.
+library: they change the process's collector.
 """
 
 from __future__ import annotations
 
 import atexit
 import gc
+
+#: Set by :func:`skip_collection_at_exit`, which only a runner's ``__main__`` block calls: this process is a runner's
+#: own (:func:`freeze_imports` acts only then).
+_runner_process = False
 
 #: Young (generation 1) collections between two full ones; CPython's default is 10. Young collections keep their
 #: default pace, so short-lived reference cycles are freed as before; a cycle that outlives two young collections
@@ -37,14 +41,20 @@ def skip_collection_at_exit() -> None:
     reference cycles (``Py_FinalizeEx`` -> ``finalize_modules``): after torch, warp and Isaac Lab have been
     imported that walk took about 1 s of a 4-5 s ``environment_runner.py`` run here, and the operating system
     releases a finished process's memory anyway."""
+    global _runner_process
+    _runner_process = True
     atexit.register(gc.freeze)
 
 
 def freeze_imports() -> None:
     """Moves every object alive now into the permanent generation (:func:`gc.freeze`), which no collection walks.
-    Called by a runner right after its heavy imports (torch, warp, Isaac Lab): their objects live as long as the
-    process, and Isaac Lab's ``env.close()`` runs a full collection (``SimulationContext.clear_instance``) that
-    walked all of them. Objects made later (the env, its simulation, the layouts) are collected as before. A
+    Called by a runner's ``main`` right after its heavy imports (torch, warp, Isaac Lab): their objects live as long
+    as the process, and Isaac Lab's ``env.close()`` runs a full collection (``SimulationContext.clear_instance``)
+    that walked all of them. Objects made later (the env, its simulation, the layouts) are collected as before. A
     policy evaluation on the 2-core machine (franka_table_pick_and_place, 2 envs, 2 episodes): seconds in
-    collections 0.52-0.54 -> 0.36-0.42, wall 4.37-4.45 -> 4.10-4.25 s (alternated three times)."""
-    gc.freeze()
+    collections 0.52-0.54 -> 0.36-0.42, wall 4.37-4.45 -> 4.10-4.25 s (alternated three times).
+
+    Only in a runner's own process (its ``__main__`` block called :func:`skip_collection_at_exit`): a ``main``
+    called from Python (a notebook, a test, a user's script) leaves that process's collector as it is."""
+    if _runner_process:
+        gc.freeze()
