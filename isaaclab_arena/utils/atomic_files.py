@@ -67,24 +67,6 @@ def fsync_dir(folder: str) -> None:
         os.close(dfd)
 
 
-def write_text_atomic(path: str, text: str) -> str:
-    """Writes ``text`` (UTF-8) to ``path`` through a temporary file beside it, fsync and one rename (overwrites);
-    a failure leaves the old file (or none) and no temporary file. Returns the path."""
-    fd, tmp = temp_beside(path)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        commit(tmp, path, overwrite=True)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    fsync_dir(os.path.dirname(os.path.abspath(path)))
-    return path
-
-
 @contextlib.contextmanager
 def written_whole(path: str, mode: str = "w", suffix: str = ".tmp"):
     """``with written_whole(path, "wb") as f: ...``: ``f`` is a temporary file beside ``path`` (unique: processes
@@ -99,3 +81,14 @@ def written_whole(path: str, mode: str = "w", suffix: str = ".tmp"):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_text_atomic(path: str, text: str) -> str:
+    """Writes ``text`` (UTF-8) to ``path`` through a temporary file beside it, fsync and one rename (overwrites);
+    a failure leaves the old file (or none) and no temporary file (:func:`written_whole`). Returns the path."""
+    with written_whole(path) as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
+    return path
