@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import zipfile
 
 import numpy as np
+
+from isaaclab_arena.utils.atomic_files import written_whole
 
 
 def source_digest(path: str) -> str:
@@ -47,17 +48,9 @@ def store(key: str, **arrays) -> None:
     base = folder()
     if not base:
         return
-    try:
+    try:  # written whole or not at all; a full disk or a Ctrl-C while writing leaves no temporary file behind
         os.makedirs(base, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=base, suffix=".tmp")
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "wb") as out:
+        with written_whole(os.path.join(base, key + ".npz"), "wb") as out:
             np.savez(out, **arrays)
-        os.replace(tmp, os.path.join(base, key + ".npz"))
-    except BaseException as err:  # a full disk, or a Ctrl-C while writing: no temporary file stays behind
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        if not isinstance(err, OSError):
-            raise
+    except OSError:
+        pass
